@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds duet (Release) and runs every test; then builds the unit and
+# bad-input tests with ASan+UBSan and runs them again under the sanitizers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+ctest --test-dir build -j"$jobs" --output-on-failure
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUET_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L unit -j"$jobs" --output-on-failure

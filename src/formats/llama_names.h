@@ -1,0 +1,66 @@
+// GGUF naming conventions for the llama architecture (tensor names and
+// metadata keys as llama.cpp's converters write them), shared by every
+// writer and by the loader so files interchange with other GGUF tools.
+#pragma once
+
+#include <string>
+
+namespace duet::gguf_names {
+
+inline const std::string kArchitecture = "general.architecture";
+inline const std::string kName = "general.name";
+inline const std::string kAlignment = "general.alignment";
+inline const std::string kFileType = "general.file_type";
+
+// Architecture-scoped keys: key(arch, "context_length") -> "llama.context_length".
+inline std::string key(const std::string& arch, const std::string& suffix) {
+  return arch + "." + suffix;
+}
+inline const std::string kContextLength = "context_length";
+inline const std::string kEmbeddingLength = "embedding_length";
+inline const std::string kBlockCount = "block_count";
+inline const std::string kFeedForwardLength = "feed_forward_length";
+inline const std::string kHeadCount = "attention.head_count";
+inline const std::string kHeadCountKv = "attention.head_count_kv";
+inline const std::string kKeyLength = "attention.key_length";
+inline const std::string kValueLength = "attention.value_length";
+inline const std::string kRmsEps = "attention.layer_norm_rms_epsilon";
+inline const std::string kRopeDimCount = "rope.dimension_count";
+inline const std::string kRopeFreqBase = "rope.freq_base";
+inline const std::string kVocabSize = "vocab_size";
+
+inline const std::string kTokModel = "tokenizer.ggml.model";
+inline const std::string kTokPre = "tokenizer.ggml.pre";
+inline const std::string kTokTokens = "tokenizer.ggml.tokens";
+inline const std::string kTokScores = "tokenizer.ggml.scores";
+inline const std::string kTokTypes = "tokenizer.ggml.token_type";
+inline const std::string kTokMerges = "tokenizer.ggml.merges";
+inline const std::string kTokBos = "tokenizer.ggml.bos_token_id";
+inline const std::string kTokEos = "tokenizer.ggml.eos_token_id";
+inline const std::string kTokUnk = "tokenizer.ggml.unknown_token_id";
+inline const std::string kTokPad = "tokenizer.ggml.padding_token_id";
+inline const std::string kTokEot = "tokenizer.ggml.eot_token_id";
+inline const std::string kTokAddBos = "tokenizer.ggml.add_bos_token";
+inline const std::string kTokAddEos = "tokenizer.ggml.add_eos_token";
+inline const std::string kTokAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
+inline const std::string kChatTemplate = "tokenizer.chat_template";
+
+inline const std::string kTokenEmbd = "token_embd.weight";
+inline const std::string kOutputNorm = "output_norm.weight";
+inline const std::string kOutput = "output.weight";
+
+// Per-block tensors: blk(3, "attn_q") -> "blk.3.attn_q.weight".
+inline std::string blk(int layer, const std::string& what) {
+  return "blk." + std::to_string(layer) + "." + what + ".weight";
+}
+inline const std::string kAttnNorm = "attn_norm";
+inline const std::string kAttnQ = "attn_q";
+inline const std::string kAttnK = "attn_k";
+inline const std::string kAttnV = "attn_v";
+inline const std::string kAttnOut = "attn_output";
+inline const std::string kFfnNorm = "ffn_norm";
+inline const std::string kFfnGate = "ffn_gate";
+inline const std::string kFfnUp = "ffn_up";
+inline const std::string kFfnDown = "ffn_down";
+
+}  // namespace duet::gguf_names

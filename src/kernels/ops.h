@@ -1,0 +1,35 @@
+// The forward pass's operations on float activations. Each has one scalar
+// definition; SIMD variants are chosen at start-up behind the same signature.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace duet {
+
+// y[t][o] = sum_i x[t][i] * W[o][i] for t < m, o < W.ne[1]; W in any dtype with
+// kernels, x row-major [m][W.ne[0]], y row-major [m][W.ne[1]]. Multithreaded
+// over output rows; activations converted once to W's vec_dot_type. `scratch`
+// must hold activation_scratch_bytes(W, m) bytes.
+void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scratch,
+            ThreadPool& pool);
+size_t activation_scratch_bytes(const TensorView& w, int64_t m);
+
+// y = x / rms(x) * weight, per row of n; eps inside the root.
+void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
+
+// Rotates pairs of `head_dim`-wide heads in place at position pos, over the
+// first rope_dim dims of each head. Normal (GPT-J, interleaved pairs 2i,2i+1)
+// layout, as llama uses in GGUF. inv_freq has rope_dim/2 entries.
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int32_t pos,
+          const float* inv_freq);
+
+// In-place softmax over n values.
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+}  // namespace duet
