@@ -21,6 +21,7 @@ enum class GgufType : uint32_t {
 };
 
 std::string_view gguf_type_name(GgufType t);
+bool is_integer_type(GgufType t);
 
 // One metadata value. Scalars of every integer width are widened into i64/u64
 // (both filled when representable), floats into f64. An array keeps its
@@ -36,17 +37,26 @@ struct GgufValue {
   std::vector<GgufValue> items;           // for ARRAY
 
   bool is_integer() const;
+  bool is_signed() const;  // INT8..INT64: i64 holds the value, u64 is 0 if negative
   bool is_float() const { return type == GgufType::FLOAT32 || type == GgufType::FLOAT64; }
 
+  static GgufValue of_u8(uint8_t v);
+  static GgufValue of_i8(int8_t v);
+  static GgufValue of_u16(uint16_t v);
+  static GgufValue of_i16(int16_t v);
   static GgufValue of_u32(uint32_t v);
   static GgufValue of_i32(int32_t v);
   static GgufValue of_u64(uint64_t v);
+  static GgufValue of_i64(int64_t v);
   static GgufValue of_f32(float v);
+  static GgufValue of_f64(double v);
   static GgufValue of_bool(bool v);
   static GgufValue of_string(std::string v);
   static GgufValue of_strings(std::vector<std::string> v);
   static GgufValue of_f32s(const std::vector<float>& v);
   static GgufValue of_i32s(const std::vector<int32_t>& v);
+  // An array of items that each have type elem_type (ARRAY items may nest).
+  static GgufValue of_array(GgufType elem_type, std::vector<GgufValue> items);
 };
 
 class GgufFile {
@@ -80,6 +90,10 @@ class GgufFile {
   // Tensors in file order; data points into the mapping.
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* tensor(const std::string& name) const;
+  // Where a tensor's data starts in the file (data_offset() + its own offset).
+  size_t file_offset(const TensorView& t) const {
+    return static_cast<size_t>(static_cast<const uint8_t*>(t.data) - file_.data());
+  }
 
  private:
   MappedFile file_;

@@ -1,0 +1,125 @@
+// `duet inspect FILE`: what a GGUF file holds — header, metadata, and a table
+// of tensors — so a user can see why a model loads (or does not) without
+// another tool.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "cli/command.h"
+#include "formats/gguf.h"
+
+namespace duet::cli {
+namespace {
+
+constexpr size_t kMaxStringChars = 64;  // longer strings (chat templates) are cut
+constexpr size_t kArrayPreview = 6;     // items shown of an array
+
+// A string as one printable line: control and non-ASCII bytes escaped.
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  const size_t n = std::min(s.size(), kMaxStringChars);
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);  // UTF-8 passes through for the terminal to show
+    }
+  }
+  out += '"';
+  if (s.size() > n) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+std::string format_value(const GgufValue& v) {
+  std::ostringstream os;
+  switch (v.type) {
+    case GgufType::STRING: return quote(v.str);
+    case GgufType::BOOL: return v.b ? "true" : "false";
+    case GgufType::FLOAT32: os.precision(9); os << v.f64; return os.str();
+    case GgufType::FLOAT64: os.precision(17); os << v.f64; return os.str();
+    case GgufType::ARRAY: {
+      os << "[" << gguf_type_name(v.elem_type) << " x " << v.items.size() << "]";
+      const size_t shown = std::min(v.items.size(), kArrayPreview);
+      for (size_t i = 0; i < shown; ++i) os << (i ? ", " : " ") << format_value(v.items[i]);
+      if (shown < v.items.size()) os << ", ...";
+      return os.str();
+    }
+    default:
+      if (v.is_signed()) return std::to_string(v.i64);
+      return std::to_string(v.u64);
+  }
+}
+
+std::string format_shape(const TensorView& t) {
+  std::string s;
+  for (int d = 0; d < t.n_dims; ++d) s += (d ? " x " : "") + std::to_string(t.ne[d]);
+  return s;
+}
+
+void print_file(const GgufFile& f) {
+  std::printf("file: %s\n", f.path().c_str());
+  std::printf("GGUF version: %u\n", f.version());
+  std::printf("alignment: %zu\n", f.alignment());
+  std::printf("size: %zu bytes, data section at offset %zu\n", f.file_size(), f.data_offset());
+
+  std::printf("\nmetadata (%zu keys):\n", f.keys().size());
+  for (const std::string& key : f.keys()) {
+    const GgufValue& v = *f.find(key);
+    if (v.type == GgufType::ARRAY) {  // the summary names the element type
+      std::printf("  %s = %s\n", key.c_str(), format_value(v).c_str());
+      continue;
+    }
+    const std::string_view type = gguf_type_name(v.type);
+    std::printf("  %s (%.*s) = %s\n", key.c_str(), static_cast<int>(type.size()), type.data(),
+                format_value(v).c_str());
+  }
+
+  const auto& tensors = f.tensors();
+  size_t name_width = 4;
+  for (const TensorView& t : tensors) name_width = std::max(name_width, t.name.size());
+  std::printf("\ntensors (%zu):\n", tensors.size());
+  if (!tensors.empty())
+    std::printf("  %5s  %-*s  %-5s  %-22s  %12s  %12s\n", "index", static_cast<int>(name_width),
+              "name", "dtype", "shape", "bytes", "offset");
+  uint64_t total_bytes = 0, total_elems = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView& t = tensors[i];
+    const std::string_view dt = dtype_name(t.dtype);
+    std::printf("  %5zu  %-*s  %-5.*s  %-22s  %12zu  %12zu\n", i, static_cast<int>(name_width),
+                t.name.c_str(), static_cast<int>(dt.size()), dt.data(), format_shape(t).c_str(),
+                t.nbytes, f.file_offset(t));
+    total_bytes += t.nbytes;
+    total_elems += static_cast<uint64_t>(t.elements());
+  }
+  std::printf("\ntotal: %zu tensors, %llu elements, %llu bytes (%.2f MiB)\n", tensors.size(),
+              static_cast<unsigned long long>(total_elems),
+              static_cast<unsigned long long>(total_bytes),
+              static_cast<double>(total_bytes) / (1024.0 * 1024.0));
+}
+
+const bool registered = register_command(
+    "inspect", "Show a GGUF file's header, metadata and tensors", [](CLI::App& app) {
+      auto path = std::make_shared<std::string>();
+      app.add_option("file", *path, "GGUF file")->required();
+      return [path]() -> int {
+        auto f = GgufFile::open(*path);
+        if (!f.ok()) return fail(f.error());
+        print_file(*f);
+        return 0;
+      };
+    });
+
+}  // namespace
+}  // namespace duet::cli
