@@ -1,0 +1,164 @@
+// duet run: one request from the terminal, streamed to stdout, with the
+// phase figures (TTFT/prefill, ITL/decode) on stderr at the end.
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace duet::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::string prompt_file;
+  int32_t n_predict = 256;
+  SamplingParams sampling;
+  int64_t seed = -1;
+  int32_t threads = 0;
+  int32_t ctx = 0;
+  bool ignore_eos = false;
+  bool json = false;
+  bool no_bos = false;
+};
+
+struct RunStats {
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> generated_ids;
+  RequestTimings timings;
+  FinishReason reason = FinishReason::kNone;
+  std::string error;
+  int32_t peak_blocks = 0;
+};
+
+void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
+  const RequestTimings& t = s.timings;
+  std::vector<double> itl;  // ms between consecutive tokens
+  for (size_t i = 1; i < t.token_times.size(); ++i)
+    itl.push_back((t.token_times[i] - t.token_times[i - 1]) * 1e3);
+  const double ttft_ms = t.first_token * 1e3;
+  const double prefill_tps = t.first_token > 0 ? t.n_prompt / t.first_token : 0.0;
+  const double decode_s = t.token_times.size() > 1 ? t.token_times.back() - t.token_times.front() : 0;
+  const double decode_tps = decode_s > 0 ? static_cast<double>(itl.size()) / decode_s : 0.0;
+  const size_t kv_bytes = static_cast<size_t>(s.peak_blocks) * engine.cache().bytes_per_block();
+  if (o.json) {
+    nlohmann::json j = {
+        {"prompt_tokens", t.n_prompt},
+        {"generated_tokens", t.n_generated},
+        {"ttft_ms", ttft_ms},
+        {"prefill_tok_s", prefill_tps},
+        {"decode_tok_s", decode_tps},
+        {"itl_ms", {{"p50", percentile(itl, 50)}, {"p90", percentile(itl, 90)}, {"p99", percentile(itl, 99)}}},
+        {"kv_cache_bytes", kv_bytes},
+        {"kv_bytes_per_token", engine.cache().bytes_per_token()},
+        {"finish_reason", finish_reason_name(s.reason)},
+        {"seed", o.sampling.seed},
+        {"prompt_ids", s.prompt_ids},
+        {"generated_ids", s.generated_ids},
+    };
+    std::fprintf(stderr, "%s\n", j.dump().c_str());
+    return;
+  }
+  std::fprintf(stderr, "\n\nprompt tokens:    %d\ngenerated tokens: %d (%s)\n", t.n_prompt,
+               t.n_generated, finish_reason_name(s.reason));
+  std::fprintf(stderr, "TTFT:             %.2f ms (prefill %.1f tok/s)\n", ttft_ms, prefill_tps);
+  std::fprintf(stderr, "decode:           %.1f tok/s\n", decode_tps);
+  std::fprintf(stderr, "ITL p50/p90/p99:  %.2f / %.2f / %.2f ms\n", percentile(itl, 50),
+               percentile(itl, 90), percentile(itl, 99));
+  std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %zu bytes/token)\n",
+               kv_bytes, s.peak_blocks, kBlockTokens, engine.cache().bytes_per_token());
+}
+
+int run(RunOptions o) {
+  if (!o.prompt.empty() && !o.prompt_file.empty())
+    return fail(err("give the prompt with -p or -f, not both"));
+  if (!o.prompt_file.empty()) {
+    auto text = read_text(o.prompt_file);
+    if (!text) return fail(text.error());
+    o.prompt = std::move(*text);
+  }
+  if (o.n_predict < 0) return fail(err("-n must be >= 0"));
+  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+
+  auto model = Model::load(o.model);
+  if (!model) return fail(model.error());
+  const Tokenizer& tok = (*model)->tokenizer();
+
+  RunStats stats;
+  stats.prompt_ids = tok.encode(o.prompt, !o.no_bos && tok.add_bos_default());
+  EngineConfig config;
+  config.n_threads = o.threads;
+  config.ctx = o.ctx;
+  config.scheduler.max_seqs = 1;
+  config.scheduler.max_batch_tokens = std::max<int32_t>(512, static_cast<int32_t>(stats.prompt_ids.size()));
+  Engine engine(**model, config);
+
+  RequestParams params;
+  params.sampling = o.sampling;
+  params.max_tokens = o.n_predict;
+  params.ignore_eos = o.ignore_eos;
+
+  std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
+  std::fflush(stdout);
+  if (o.n_predict == 0) return 0;
+  StreamDetokenizer detok(tok, /*first_is_start=*/false);
+  auto id = engine.submit(stats.prompt_ids, params, [&](const TokenEvent& ev) {
+    stats.peak_blocks = std::max(stats.peak_blocks, engine.cache().pool().n_used());
+    if (ev.token >= 0) {
+      stats.generated_ids.push_back(ev.token);
+      const std::string text = detok.push(ev.token);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (ev.finished) {
+      stats.timings = *ev.timings;
+      stats.reason = ev.reason;
+      stats.error = ev.error;
+    }
+  });
+  if (!id) return fail(id.error());
+  if (Status st = engine.run_until_idle(); !st) return fail(st.error());
+  const std::string rest = detok.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fflush(stdout);
+
+  if (stats.reason == FinishReason::kError) return fail(err(stats.error));
+  if (stats.reason == FinishReason::kContext)
+    std::fprintf(stderr, "\nduet: context full (%d tokens); stopped\n", engine.ctx());
+  print_stats(o, stats, engine);
+  return 0;
+}
+
+const bool registered = register_command(
+    "run", "Generate text from a prompt, streamed to stdout", [](CLI::App& app) {
+      auto o = std::make_shared<RunOptions>();
+      app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();
+      app.add_option("-p,--prompt", o->prompt, "Prompt text");
+      app.add_option("-f,--file", o->prompt_file, "Read the prompt from a file ('-' for stdin)");
+      app.add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
+      app.add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+      app.add_option("--top-k", o->sampling.top_k, "Top-k (0: off)")->capture_default_str();
+      app.add_option("--top-p", o->sampling.top_p, "Top-p (1: off)")->capture_default_str();
+      app.add_option("--min-p", o->sampling.min_p, "Min-p (0: off)")->capture_default_str();
+      app.add_option("--repeat-penalty", o->sampling.repeat_penalty, "Repetition penalty (1: off)")
+          ->capture_default_str();
+      app.add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks back over")
+          ->capture_default_str();
+      app.add_option("--frequency-penalty", o->sampling.frequency_penalty)->capture_default_str();
+      app.add_option("--presence-penalty", o->sampling.presence_penalty)->capture_default_str();
+      app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+      app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+      app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
+      app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
+      app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");
+      return [o] { return run(*o); };
+    });
+
+}  // namespace
+}  // namespace duet::cli

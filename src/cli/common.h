@@ -1,0 +1,23 @@
+// Helpers shared by the subcommands.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model.h"
+
+namespace duet::cli {
+
+// Reads a whole file; "-" means standard input.
+Result<std::string> read_text(const std::string& path);
+
+// Parses "1 2 3" or "1,2,3" into ids.
+Result<std::vector<int32_t>> parse_token_ids(const std::string& text);
+
+// Percentile (0..100) of values, by linear interpolation; 0 for none.
+double percentile(std::vector<double> values, double p);
+
+}  // namespace duet::cli

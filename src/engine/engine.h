@@ -1,0 +1,66 @@
+// The step loop (vLLM's EngineCore.step: schedule → execute → update) that
+// both the CLI and the server drive. One step runs one batched forward pass
+// over every scheduled sequence's tokens, samples where a sequence has
+// caught up, and reports tokens through each request's callback.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace duet {
+
+struct EngineConfig {
+  int32_t n_threads = 0;       // 0: all cores
+  int32_t ctx = 0;             // max tokens per sequence; 0: the model's context length
+  int32_t n_kv_blocks = 0;     // 0: enough for max_seqs sequences of ctx tokens
+  SchedulerConfig scheduler;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, const EngineConfig& config);
+
+  // Queues a request; fails if the prompt is empty, has invalid ids, or is
+  // longer than the context.
+  Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
+                         TokenCallback on_token);
+  // Ends a request wherever it is; its callback hears kCancelled.
+  void cancel(int64_t id);
+
+  bool idle() const { return scheduler_.empty(); }
+  Status step();
+  // Steps until no request is left.
+  Status run_until_idle();
+
+  const KvCache& cache() const { return cache_; }
+  int32_t ctx() const { return ctx_; }
+  ThreadPool& pool() { return pool_; }
+  Model& model() { return model_; }
+
+ private:
+  void finish(Sequence* seq, FinishReason reason, const std::string& error = {});
+  void on_sampled(Sequence* seq, int32_t token);
+
+  Model& model_;
+  int32_t ctx_;
+  ThreadPool pool_;
+  KvCache cache_;
+  Scheduler scheduler_;
+  std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  int64_t next_id_ = 1;
+  Batch batch_;                      // reused every step
+  std::vector<Sequence*> sampled_;   // sequences whose last row yields logits, in row order
+  std::vector<float> logits_;   // [max_seqs][n_vocab]
+};
+
+}  // namespace duet

@@ -1,0 +1,55 @@
+// Chooses the next token from a row of logits: penalties, then greedy or
+// temperature sampling restricted by top-k, top-p and min-p, from a seeded
+// RNG (same seed, same output).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace duet {
+
+struct SamplingParams {
+  float temperature = 0.8f;      // <= 0: greedy
+  int32_t top_k = 40;            // <= 0: off
+  float top_p = 0.95f;           // >= 1: off
+  float min_p = 0.05f;           // <= 0: off
+  float repeat_penalty = 1.0f;   // 1: off (llama.cpp's multiplicative rule)
+  int32_t repeat_last_n = 64;    // tokens the penalties look back over
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  uint64_t seed = 0;
+
+  static SamplingParams greedy() {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    return p;
+  }
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // Picks a token from logits[n_vocab]; `history` is the sequence so far
+  // (prompt and output) for the penalties. logits is modified in place.
+  int32_t sample(float* logits, int32_t n_vocab, const std::vector<int32_t>& history);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void apply_penalties(float* logits, int32_t n_vocab, const std::vector<int32_t>& history);
+  double uniform();
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  struct Candidate {
+    float logit;
+    int32_t id;
+  };
+  std::vector<Candidate> candidates_;  // reused across calls
+  std::vector<double> probs_;          // probabilities of the kept candidates
+  std::vector<int32_t> counts_;        // per-token counts in the penalty window
+};
+
+}  // namespace duet

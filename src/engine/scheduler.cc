@@ -1,0 +1,69 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace duet {
+
+void Scheduler::remove(Sequence* seq, BlockPool& pool) {
+  seq->table.release_all(pool);
+  std::erase(running_, seq);
+  std::erase(waiting_, seq);
+}
+
+void Scheduler::preempt(Sequence* seq, BlockPool& pool) {
+  seq->table.release_all(pool);
+  seq->n_computed = 0;
+  ++seq->timings.n_preemptions;
+  std::erase(running_, seq);
+  waiting_.push_front(seq);
+}
+
+std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
+                                                std::vector<Sequence*>& unfittable) {
+  std::vector<ScheduledChunk> chunks;
+  int32_t budget = config_.max_batch_tokens;
+
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    const int32_t n = std::min(seq->n_pending(), budget);
+    bool fits = seq->table.reserve(pool, seq->n_computed + n);
+    while (!fits && running_.back() != seq) {
+      preempt(running_.back(), pool);
+      fits = seq->table.reserve(pool, seq->n_computed + n);
+    }
+    if (!fits) {
+      // Alone and still too big for the pool: it can never run.
+      if (chunks.empty()) {
+        unfittable.push_back(seq);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      preempt(seq, pool);
+      break;
+    }
+    chunks.push_back({seq, n});
+    budget -= n;
+    ++i;
+  }
+
+  while (budget > 0 && !waiting_.empty() &&
+         running_.size() < static_cast<size_t>(config_.max_seqs)) {
+    Sequence* seq = waiting_.front();
+    const int32_t n = std::min(seq->n_pending(), budget);
+    if (!seq->table.reserve(pool, seq->n_computed + n)) {
+      if (running_.empty() && chunks.empty()) {
+        waiting_.pop_front();
+        unfittable.push_back(seq);
+        continue;
+      }
+      break;
+    }
+    waiting_.pop_front();
+    running_.push_back(seq);
+    chunks.push_back({seq, n});
+    budget -= n;
+  }
+  return chunks;
+}
+
+}  // namespace duet

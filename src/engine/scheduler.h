@@ -1,0 +1,53 @@
+// Chooses, every step, which sequences run and how many tokens each gives,
+// under a token budget (vLLM's shape: no prefill or decode mode; each
+// sequence has computed and pending tokens). Running sequences go first —
+// one token each when decoding, a chunk of their prompt when prefilling —
+// then waiting ones join while budget, sequence slots and KV blocks last.
+// When blocks run out, the newest running sequence is preempted: its blocks
+// are freed and it waits to be recomputed.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/block_pool.h"
+
+namespace duet {
+
+struct SchedulerConfig {
+  int32_t max_batch_tokens = 512;
+  int32_t max_seqs = 16;
+};
+
+struct ScheduledChunk {
+  Sequence* seq;
+  int32_t n_tokens;  // from seq->n_computed on
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& config) : config_(config) {}
+
+  void add(Sequence* seq) { waiting_.push_back(seq); }
+  // Removes a sequence wherever it is (finished or cancelled); frees its blocks.
+  void remove(Sequence* seq, BlockPool& pool);
+
+  // This step's chunks. A sequence that cannot fit even alone in the pool is
+  // returned in `unfittable` so the engine can fail it.
+  std::vector<ScheduledChunk> schedule(BlockPool& pool, std::vector<Sequence*>& unfittable);
+
+  size_t n_waiting() const { return waiting_.size(); }
+  size_t n_running() const { return running_.size(); }
+  bool empty() const { return waiting_.empty() && running_.empty(); }
+
+ private:
+  void preempt(Sequence* seq, BlockPool& pool);
+
+  SchedulerConfig config_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // in admission order; the back is the newest
+};
+
+}  // namespace duet

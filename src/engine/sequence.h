@@ -1,0 +1,50 @@
+// The engine's state for one request: its tokens, how many of them are in
+// the KV cache, its blocks, its sampler and its callback.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "kv/block_table.h"
+
+namespace duet {
+
+struct Sequence {
+  using Clock = std::chrono::steady_clock;
+
+  Sequence(int64_t id, std::vector<int32_t> prompt, const RequestParams& params,
+           TokenCallback on_token)
+      : id(id),
+        tokens(std::move(prompt)),
+        n_prompt(static_cast<int32_t>(tokens.size())),
+        params(params),
+        sampler(params.sampling),
+        on_token(std::move(on_token)),
+        submitted(Clock::now()) {
+    timings.n_prompt = n_prompt;
+  }
+
+  int32_t size() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t n_generated() const { return size() - n_prompt; }
+  // Tokens whose K/V still have to be computed before the next sample.
+  int32_t n_pending() const { return size() - n_computed; }
+  double seconds_since_submit() const {
+    return std::chrono::duration<double>(Clock::now() - submitted).count();
+  }
+
+  int64_t id;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int32_t n_prompt;
+  int32_t n_computed = 0;       // tokens whose K/V are in the cache
+  RequestParams params;
+  Sampler sampler;
+  TokenCallback on_token;
+  BlockTable table;
+  Clock::time_point submitted;
+  RequestTimings timings;
+};
+
+}  // namespace duet

@@ -1,0 +1,25 @@
+// Causal attention of a group of query heads (those sharing one KV head,
+// GQA) over keys and values stored in a paged cache. One pass over the
+// cache with an online softmax, a block of keys at a time, so no score
+// matrix is materialized and K/V are read once for the whole group.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace duet {
+
+struct PagedKv {
+  const float* k_base;        // K of the first block for this layer and KV head
+  const float* v_base;        // V likewise
+  size_t block_stride;        // floats from one block's K (or V) to the next block's
+  const int32_t* block_ids;   // the sequence's block table
+  int32_t block_tokens;       // tokens per block
+};
+
+// out[g][head_dim] = softmax(q[g] · K[0..n_keys)ᵀ · scale) · V[0..n_keys) for
+// each of the n_group query heads in q[n_group][head_dim].
+void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                  int32_t n_keys, float scale, float* out);
+
+}  // namespace duet

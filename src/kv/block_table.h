@@ -1,0 +1,31 @@
+// One sequence's view of the paged cache: the blocks holding its tokens in
+// order. Token at position p lives in blocks[p / kBlockTokens], slot
+// p % kBlockTokens.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace duet {
+
+inline constexpr int32_t kBlockTokens = 16;
+
+inline int32_t blocks_for_tokens(int32_t n_tokens) {
+  return (n_tokens + kBlockTokens - 1) / kBlockTokens;
+}
+
+struct BlockTable {
+  std::vector<int32_t> blocks;
+
+  int32_t capacity() const { return static_cast<int32_t>(blocks.size()) * kBlockTokens; }
+
+  // Grows the table to hold n_tokens; false (and unchanged) if the pool runs out.
+  bool reserve(BlockPool& pool, int32_t n_tokens);
+  // Keeps the blocks needed for the first n_tokens and releases the rest.
+  void truncate(BlockPool& pool, int32_t n_tokens);
+  void release_all(BlockPool& pool) { truncate(pool, 0); }
+};
+
+}  // namespace duet

@@ -1,0 +1,76 @@
+#include "model/config.h"
+
+#include "formats/gguf.h"
+#include "formats/llama_names.h"
+
+namespace duet {
+namespace {
+
+namespace n = gguf_names;
+
+// Far above any real model, low enough that products of these fit in int64.
+constexpr uint64_t kMaxDim = 1u << 20;
+constexpr uint64_t kMaxLayers = 4096;
+
+Result<int32_t> get_dim(const GgufFile& f, const std::string& key, uint64_t max) {
+  DUET_ASSIGN(uint64_t v, f.get_uint(key));
+  if (v == 0 || v > max) return err(f.path(), ": ", key, " = ", v, " is out of range (1..", max, ")");
+  return static_cast<int32_t>(v);
+}
+
+Result<int32_t> get_dim_or(const GgufFile& f, const std::string& key, uint64_t fallback,
+                           uint64_t max) {
+  if (!f.has(key)) return static_cast<int32_t>(fallback);
+  return get_dim(f, key, max);
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& f) {
+  ModelConfig c;
+  DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
+  if (c.arch != "llama")
+    return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: llama)");
+  if (f.has(n::kName)) {
+    DUET_ASSIGN(c.name, f.get_string(n::kName));
+  }
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+
+  DUET_ASSIGN(c.dim, get_dim(f, key(n::kEmbeddingLength), kMaxDim));
+  DUET_ASSIGN(c.n_layers, get_dim(f, key(n::kBlockCount), kMaxLayers));
+  DUET_ASSIGN(c.n_heads, get_dim(f, key(n::kHeadCount), kMaxDim));
+  DUET_ASSIGN(c.n_kv_heads, get_dim_or(f, key(n::kHeadCountKv), c.n_heads, kMaxDim));
+  DUET_ASSIGN(c.ffn_dim, get_dim(f, key(n::kFeedForwardLength), kMaxDim * 8));
+  DUET_ASSIGN(c.ctx_len, get_dim(f, key(n::kContextLength), 1u << 24));
+  if (c.n_heads % c.n_kv_heads != 0)
+    return err(f.path(), ": head_count ", c.n_heads, " is not a multiple of head_count_kv ",
+               c.n_kv_heads);
+  const int32_t default_head_dim = c.dim / c.n_heads;
+  DUET_ASSIGN(c.head_dim, get_dim_or(f, key(n::kKeyLength), default_head_dim, kMaxDim));
+  if (c.head_dim == 0 || (!f.has(key(n::kKeyLength)) && c.dim % c.n_heads != 0))
+    return err(f.path(), ": embedding_length ", c.dim, " does not divide into ", c.n_heads,
+               " heads and attention.key_length is not given");
+  if (f.has(key(n::kValueLength))) {
+    DUET_ASSIGN(int32_t v_len, get_dim(f, key(n::kValueLength), kMaxDim));
+    if (v_len != c.head_dim)
+      return err(f.path(), ": attention.value_length ", v_len, " differs from key_length ",
+                 c.head_dim, " (unsupported)");
+  }
+  DUET_ASSIGN(c.rope_dim, get_dim_or(f, key(n::kRopeDimCount), c.head_dim, kMaxDim));
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
+    return err(f.path(), ": rope.dimension_count ", c.rope_dim, " must be even and <= head dim ",
+               c.head_dim);
+  DUET_ASSIGN(double base, f.get_float_or(key(n::kRopeFreqBase), 10000.0));
+  DUET_ASSIGN(double eps, f.get_float_or(key(n::kRmsEps), 1e-5));
+  if (!(base > 1.0) || !(eps > 0.0 && eps < 1.0))
+    return err(f.path(), ": rope.freq_base ", base, " or rms epsilon ", eps, " out of range");
+  c.rope_base = static_cast<float>(base);
+  c.rms_eps = static_cast<float>(eps);
+
+  const TensorView* embd = f.tensor(n::kTokenEmbd);
+  if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);
+  c.n_vocab = static_cast<int32_t>(embd->ne[1]);
+  return c;
+}
+
+}  // namespace duet

@@ -1,0 +1,287 @@
+#include "model/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "formats/llama_names.h"
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/type_kernels.h"
+
+namespace duet {
+namespace {
+
+namespace n = gguf_names;
+
+struct LayerWeights {
+  const TensorView* attn_norm;  // [dim] f32
+  const TensorView* wq;         // [n_heads*head_dim rows][dim]
+  const TensorView* wk;         // [n_kv_heads*head_dim rows][dim]
+  const TensorView* wv;         // [n_kv_heads*head_dim rows][dim]
+  const TensorView* wo;         // [dim rows][n_heads*head_dim]
+  const TensorView* ffn_norm;   // [dim] f32
+  const TensorView* w_gate;     // [ffn rows][dim]
+  const TensorView* w_up;       // [ffn rows][dim]
+  const TensorView* w_down;     // [dim rows][ffn]
+};
+
+// Activations for up to `capacity` rows; grown only when a larger batch arrives,
+// so steady-state decode allocates nothing.
+struct Workspace {
+  int32_t capacity = 0;
+  std::vector<float> x;      // [n][dim] residual stream
+  std::vector<float> xn;     // [n][dim] normed input of a sub-block
+  std::vector<float> q;      // [n][q_dim]
+  std::vector<float> k;      // [n][kv_dim]
+  std::vector<float> v;      // [n][kv_dim]
+  std::vector<float> att;    // [n][q_dim] attention output
+  std::vector<float> proj;   // [n][dim] output of wo / w_down
+  std::vector<float> gate;   // [n][ffn]
+  std::vector<float> up;     // [n][ffn]
+  std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
+};
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer)
+      : Model(std::move(file), std::move(config), std::move(tokenizer)) {}
+
+  Status bind();
+  size_t weight_bytes_per_pass() const override;
+  double matmul_flops_per_token() const override;
+  Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
+
+ private:
+  Result<const TensorView*> require(const std::string& name, int64_t ne0, int64_t ne1);
+  Status check_batch(const Batch& batch, const KvCache& cache) const;
+  void ensure_workspace(int32_t n);
+  void embed(const Batch& batch);
+  void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
+  void ffn_block(int layer, int32_t n, ThreadPool& pool);
+  void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
+    matmul(w, x, m, y, ws_.scratch.data(), pool);
+  }
+
+  const TensorView* embd_ = nullptr;         // [n_vocab rows][dim]
+  const TensorView* output_norm_ = nullptr;  // [dim] f32
+  const TensorView* output_ = nullptr;       // [n_vocab rows][dim]; the embedding when tied
+  std::vector<LayerWeights> layers_;
+  std::vector<float> inv_freq_;              // [rope_dim/2]
+  Workspace ws_;
+};
+
+Result<const TensorView*> LlamaModel::require(const std::string& name, int64_t ne0, int64_t ne1) {
+  const TensorView* t = file_.tensor(name);
+  if (!t) return err(file_.path(), ": missing tensor ", name);
+  const bool is_vector = ne1 == 0;
+  const bool shape_ok = is_vector ? (t->n_dims == 1 && t->ne[0] == ne0)
+                                  : (t->n_dims == 2 && t->ne[0] == ne0 && t->ne[1] == ne1);
+  if (!shape_ok)
+    return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1],
+               "], expected [", ne0, is_vector ? "" : ", ", is_vector ? "" : std::to_string(ne1),
+               "]");
+  if (is_vector && t->dtype != DType::F32)
+    return err(file_.path(), ": norm tensor ", name, " must be F32, not ", dtype_name(t->dtype));
+  if (!is_vector && !type_kernels(t->dtype))
+    return err(file_.path(), ": tensor ", name, " has dtype ", dtype_name(t->dtype),
+               " which duet cannot compute with");
+  return t;
+}
+
+Status LlamaModel::bind() {
+  const ModelConfig& c = config_;
+  if (c.n_heads / c.n_kv_heads > 64)
+    return err(file_.path(), ": more than 64 query heads per KV head is unsupported");
+  DUET_ASSIGN(embd_, require(n::kTokenEmbd, c.dim, c.n_vocab));
+  DUET_ASSIGN(output_norm_, require(n::kOutputNorm, c.dim, 0));
+  if (file_.tensor(n::kOutput)) {
+    DUET_ASSIGN(output_, require(n::kOutput, c.dim, c.n_vocab));
+  } else {
+    output_ = embd_;
+    config_.tied_output = true;
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights w{};
+    DUET_ASSIGN(w.attn_norm, require(n::blk(l, n::kAttnNorm), c.dim, 0));
+    DUET_ASSIGN(w.wq, require(n::blk(l, n::kAttnQ), c.dim, c.q_dim()));
+    DUET_ASSIGN(w.wk, require(n::blk(l, n::kAttnK), c.dim, c.kv_dim()));
+    DUET_ASSIGN(w.wv, require(n::blk(l, n::kAttnV), c.dim, c.kv_dim()));
+    DUET_ASSIGN(w.wo, require(n::blk(l, n::kAttnOut), c.q_dim(), c.dim));
+    DUET_ASSIGN(w.ffn_norm, require(n::blk(l, n::kFfnNorm), c.dim, 0));
+    DUET_ASSIGN(w.w_gate, require(n::blk(l, n::kFfnGate), c.dim, c.ffn_dim));
+    DUET_ASSIGN(w.w_up, require(n::blk(l, n::kFfnUp), c.dim, c.ffn_dim));
+    DUET_ASSIGN(w.w_down, require(n::blk(l, n::kFfnDown), c.ffn_dim, c.dim));
+    layers_.push_back(w);
+  }
+  inv_freq_.resize(static_cast<size_t>(c.rope_dim / 2));
+  for (int i = 0; i < c.rope_dim / 2; ++i)
+    inv_freq_[static_cast<size_t>(i)] =
+        static_cast<float>(std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim));
+  return {};
+}
+
+size_t LlamaModel::weight_bytes_per_pass() const {
+  size_t bytes = output_->nbytes + output_norm_->nbytes;
+  for (const LayerWeights& w : layers_)
+    for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate,
+                                w.w_up, w.w_down})
+      bytes += t->nbytes;
+  return bytes;
+}
+
+double LlamaModel::matmul_flops_per_token() const {
+  const ModelConfig& c = config_;
+  const double per_layer = static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) +
+                           static_cast<double>(c.q_dim()) * c.dim + 3.0 * c.dim * c.ffn_dim;
+  return 2.0 * (per_layer * c.n_layers + static_cast<double>(c.dim) * c.n_vocab);
+}
+
+Status LlamaModel::check_batch(const Batch& batch, const KvCache& cache) const {
+  for (int32_t i = 0; i < batch.size(); ++i) {
+    const int32_t tok = batch.tokens[static_cast<size_t>(i)];
+    if (tok < 0 || tok >= config_.n_vocab)
+      return err("token id ", tok, " is out of range (vocabulary has ", config_.n_vocab, ")");
+    const int32_t s = batch.seq[static_cast<size_t>(i)];
+    if (s < 0 || s >= static_cast<int32_t>(batch.tables.size()))
+      return err("batch row ", i, " names sequence ", s, " of ", batch.tables.size());
+    const BlockTable& table = *batch.tables[static_cast<size_t>(s)];
+    const int32_t pos = batch.positions[static_cast<size_t>(i)];
+    if (pos < 0 || pos >= table.capacity())
+      return err("batch row ", i, " has position ", pos, " outside its ", table.capacity(),
+                 " reserved KV slots");
+  }
+  for (const BlockTable* table : batch.tables)
+    for (int32_t b : table->blocks)
+      if (b < 0 || b >= cache.pool().n_blocks())
+        return err("block table names block ", b, " of ", cache.pool().n_blocks());
+  return {};
+}
+
+void LlamaModel::ensure_workspace(int32_t n) {
+  if (n <= ws_.capacity) return;
+  const ModelConfig& c = config_;
+  const auto un = static_cast<size_t>(n);
+  ws_.x.resize(un * c.dim);
+  ws_.xn.resize(un * c.dim);
+  ws_.q.resize(un * c.q_dim());
+  ws_.k.resize(un * c.kv_dim());
+  ws_.v.resize(un * c.kv_dim());
+  ws_.att.resize(un * c.q_dim());
+  ws_.proj.resize(un * c.dim);
+  ws_.gate.resize(un * c.ffn_dim);
+  ws_.up.resize(un * c.ffn_dim);
+  size_t scratch = activation_scratch_bytes(*output_, n);
+  for (const LayerWeights& w : layers_)
+    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down})
+      scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+  ws_.scratch.resize(scratch);
+  ws_.capacity = n;
+}
+
+void LlamaModel::embed(const Batch& batch) {
+  const TypeKernels* k = type_kernels(embd_->dtype);
+  for (int32_t i = 0; i < batch.size(); ++i)
+    k->to_float(embd_->row(batch.tokens[static_cast<size_t>(i)]),
+                ws_.x.data() + static_cast<size_t>(i) * config_.dim, config_.dim);
+}
+
+void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int32_t n = batch.size();
+  const size_t dim = static_cast<size_t>(c.dim);
+  for (int32_t i = 0; i < n; ++i)
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim],
+            c.dim, c.rms_eps);
+  mm(*w.wq, ws_.xn.data(), n, ws_.q.data(), pool);
+  mm(*w.wk, ws_.xn.data(), n, ws_.k.data(), pool);
+  mm(*w.wv, ws_.xn.data(), n, ws_.v.data(), pool);
+
+  const size_t q_dim = static_cast<size_t>(c.q_dim()), kv_dim = static_cast<size_t>(c.kv_dim());
+  const size_t hd = static_cast<size_t>(c.head_dim);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t pos = batch.positions[static_cast<size_t>(i)];
+    rope(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
+    rope(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
+    // Every row's K/V goes into the cache before any row attends, so rows
+    // of one sequence in this batch see each other causally.
+    const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
+    const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+    const size_t slot = static_cast<size_t>(pos % kBlockTokens);
+    for (int32_t h = 0; h < c.n_kv_heads; ++h) {
+      std::memcpy(cache.key(layer, block, h) + slot * hd, &ws_.k[i * kv_dim + h * hd],
+                  hd * sizeof(float));
+      std::memcpy(cache.value(layer, block, h) + slot * hd, &ws_.v[i * kv_dim + h * hd],
+                  hd * sizeof(float));
+    }
+  }
+
+  const int32_t group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const size_t block_stride = cache.block_stride();
+  pool.parallel_for(static_cast<int64_t>(n) * c.n_kv_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const auto i = static_cast<size_t>(job / c.n_kv_heads);
+      const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
+      const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
+      const PagedKv kv{cache.key(layer, 0, h), cache.value(layer, 0, h), block_stride,
+                       table.blocks.data(), kBlockTokens};
+      const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
+      attend_paged(&ws_.q[q_off], group, c.head_dim, kv, batch.positions[i] + 1, scale,
+                   &ws_.att[q_off]);
+    }
+  });
+
+  mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) ws_.x[j] += ws_.proj[j];
+}
+
+void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.ffn_dim);
+  for (int32_t i = 0; i < n; ++i)
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim],
+            c.dim, c.rms_eps);
+  mm(*w.w_gate, ws_.xn.data(), n, ws_.gate.data(), pool);
+  mm(*w.w_up, ws_.xn.data(), n, ws_.up.data(), pool);
+  swiglu(ws_.gate.data(), ws_.up.data(), ws_.gate.data(), static_cast<int64_t>(n) * ffn);
+  mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
+  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) ws_.x[j] += ws_.proj[j];
+}
+
+Status LlamaModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
+  DUET_TRY(check_batch(batch, cache));
+  const int32_t n = batch.size();
+  if (n == 0) return {};
+  ensure_workspace(n);
+  embed(batch);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    attention_block(l, batch, cache, pool);
+    ffn_block(l, n, pool);
+  }
+  // Only rows that want logits pay for the final norm and the vocabulary head.
+  const size_t dim = static_cast<size_t>(config_.dim);
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!batch.want_logits[static_cast<size_t>(i)]) continue;
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(output_norm_->data), &ws_.xn[m * dim],
+            config_.dim, config_.rms_eps);
+    ++m;
+  }
+  if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> load_llama(GgufFile file, ModelConfig config,
+                                          std::unique_ptr<Tokenizer> tokenizer) {
+  auto model = std::make_unique<LlamaModel>(std::move(file), std::move(config),
+                                            std::move(tokenizer));
+  DUET_TRY(model->bind());
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace duet

@@ -1,0 +1,52 @@
+// A loaded model: its file (weights memory-mapped in place), configuration,
+// tokenizer, and the batched forward pass over the paged KV cache.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "formats/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace duet {
+
+class Model {
+ public:
+  // Opens a GGUF file, validates config and every weight's shape and dtype.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  virtual ~Model() = default;
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const GgufFile& file() const { return file_; }
+
+  KvShape kv_shape() const { return {config_.n_layers, config_.n_kv_heads, config_.head_dim}; }
+  // Bytes of weights one forward pass reads (all layers, the head, one
+  // embedding row per token aside): what decode must stream from memory.
+  virtual size_t weight_bytes_per_pass() const = 0;
+  // FLOPs of the matrix products for one token (2 per multiply-add).
+  virtual double matmul_flops_per_token() const = 0;
+
+  // Runs the batch: writes K/V of every row into the cache through its
+  // sequence's block table, attends causally over each sequence's cache, and
+  // writes logits [batch.n_logits()][n_vocab] for the rows that want them, in
+  // row order. Fails (without touching the cache) on an out-of-range token.
+  virtual Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
+                         float* logits) = 0;
+
+ protected:
+  Model(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer)
+      : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {}
+
+  GgufFile file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace duet

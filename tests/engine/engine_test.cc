@@ -1,0 +1,154 @@
+// The step loop on real weights (stories260K).
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace duet {
+namespace {
+
+std::unique_ptr<Model> load_stories() {
+  auto m = Model::load(testing::shared_path("models/stories260K/stories260K.gguf"));
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kNone;
+  std::string error;
+};
+
+TokenCallback collect(Collected& c) {
+  return [&c](const TokenEvent& ev) {
+    if (ev.token >= 0) c.tokens.push_back(ev.token);
+    if (ev.finished) {
+      c.reason = ev.reason;
+      c.error = ev.error;
+    }
+  };
+}
+
+RequestParams greedy(int32_t n) {
+  RequestParams p;
+  p.sampling = SamplingParams::greedy();
+  p.max_tokens = n;
+  return p;
+}
+
+TEST(Engine, GreedyStoryMatchesTheKnownText) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  EngineConfig cfg;
+  cfg.n_threads = 2;
+  Engine engine(*model, cfg);
+  Collected c;
+  const auto prompt = model->tokenizer().encode("Once upon a time", true);
+  ASSERT_TRUE(engine.submit(prompt, greedy(40), collect(c)).ok());
+  ASSERT_TRUE(engine.run_until_idle().ok());
+  EXPECT_EQ(c.reason, FinishReason::kLength);
+  ASSERT_EQ(c.tokens.size(), 40u);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), c.tokens.begin(), c.tokens.end());
+  // karpathy's llama2.c prints this for stories260K at temperature 0.
+  EXPECT_EQ(model->tokenizer().decode(all).rfind("Once upon a time, there was a little girl named Lily.", 0), 0u)
+      << model->tokenizer().decode(all);
+  EXPECT_EQ(engine.cache().pool().n_used(), 0);
+}
+
+TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "Lily and Ben went",
+                                            "One day, a big dog"};
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) {
+    EngineConfig cfg;
+    cfg.n_threads = 2;
+    Engine e(*model, cfg);
+    Collected c;
+    ASSERT_TRUE(e.submit(model->tokenizer().encode(p, true), greedy(30), collect(c)).ok());
+    ASSERT_TRUE(e.run_until_idle().ok());
+    alone.push_back(c.tokens);
+  }
+  EngineConfig cfg;
+  cfg.n_threads = 2;
+  cfg.scheduler.max_batch_tokens = 8;  // forces chunked prefill beside decodes
+  Engine e(*model, cfg);
+  std::vector<Collected> together(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(e.submit(model->tokenizer().encode(prompts[i], true), greedy(30), collect(together[i])).ok());
+  ASSERT_TRUE(e.run_until_idle().ok());
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].tokens, alone[i]) << prompts[i];
+}
+
+TEST(Engine, TinyKvPoolPreemptsAndStillCompletesCorrectly) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  std::vector<int32_t> expected;
+  {
+    EngineConfig cfg;
+    Engine e(*model, cfg);
+    Collected c;
+    ASSERT_TRUE(e.submit(model->tokenizer().encode("Once upon a time", true), greedy(60), collect(c)).ok());
+    ASSERT_TRUE(e.run_until_idle().ok());
+    expected = c.tokens;
+  }
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 6;  // 96 slots for three 65-token sequences
+  Engine e(*model, cfg);
+  std::vector<Collected> cs(3);
+  for (auto& c : cs)
+    ASSERT_TRUE(e.submit(model->tokenizer().encode("Once upon a time", true), greedy(60), collect(c)).ok());
+  ASSERT_TRUE(e.run_until_idle().ok());
+  for (const auto& c : cs) EXPECT_EQ(c.tokens, expected);
+  EXPECT_EQ(e.cache().pool().n_used(), 0);
+}
+
+TEST(Engine, PromptLongerThanContextIsRejected) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  EngineConfig cfg;
+  cfg.ctx = 8;
+  Engine e(*model, cfg);
+  Collected c;
+  auto r = e.submit(std::vector<int32_t>(9, 5), greedy(4), collect(c));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("more than the context of 8"), std::string::npos);
+}
+
+TEST(Engine, StopsWhenTheContextIsFull) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  EngineConfig cfg;
+  cfg.ctx = 20;
+  Engine e(*model, cfg);
+  Collected c;
+  RequestParams p = greedy(100);
+  p.ignore_eos = true;
+  ASSERT_TRUE(e.submit(std::vector<int32_t>{1, 403, 407}, p, collect(c)).ok());
+  ASSERT_TRUE(e.run_until_idle().ok());
+  EXPECT_EQ(c.reason, FinishReason::kContext);
+  EXPECT_EQ(c.tokens.size(), 17u);
+}
+
+TEST(Engine, CancelFreesEverything) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  EngineConfig cfg;
+  Engine e(*model, cfg);
+  Collected c;
+  auto id = e.submit(model->tokenizer().encode("Once upon a time", true), greedy(100), collect(c));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(e.step().ok());
+  ASSERT_TRUE(e.step().ok());
+  EXPECT_GT(e.cache().pool().n_used(), 0);
+  e.cancel(*id);
+  EXPECT_EQ(c.reason, FinishReason::kCancelled);
+  EXPECT_TRUE(e.idle());
+  EXPECT_EQ(e.cache().pool().n_used(), 0);
+}
+
+}  // namespace
+}  // namespace duet
