@@ -1,0 +1,57 @@
+// SentencePiece BPE over a GGUF "llama" vocabulary (Llama 1/2, TinyLlama,
+// Mistral v0.1, llama2.c's tok512...): pieces with scores, '▁' for spaces, a
+// dummy-prefix space, and <0xNN> byte tokens for characters outside the vocab.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace duet {
+
+class SpmTokenizer : public Tokenizer {
+ public:
+  static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
+
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special = false) const override;
+  std::string decode_piece(int32_t id) const override;
+  bool is_end_of_generation(int32_t id) const override {
+    return id == eos_id_ || (eot_id_ >= 0 && id == eot_id_);
+  }
+
+ private:
+  // Lets the piece map be searched with string_views of the input.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using PieceMap = std::unordered_map<std::string, int32_t, Hash, std::equal_to<>>;
+
+  // A token whose text is matched in the input before BPE runs.
+  struct Special {
+    std::string text;
+    int32_t id;
+    bool control;  // only matched with parse_special
+  };
+
+  // BPE over one run of text (already '▁'-escaped, valid UTF-8); appends ids.
+  void encode_run(std::string_view text, std::vector<int32_t>& out) const;
+  // The id for `piece`, or -1 when it cannot take part in merges.
+  int32_t merge_id(std::string_view piece) const;
+
+  std::vector<float> scores_;
+  PieceMap pieces_;                     // NORMAL, USER_DEFINED and UNUSED pieces
+  std::array<int32_t, 256> byte_ids_;   // <0xNN> token per byte, -1 if absent
+  std::vector<int16_t> byte_of_token_;  // per id: the byte of a BYTE token, else -1
+  std::vector<Special> specials_;       // longest text first
+  std::array<bool, 256> special_starts_;  // first bytes of specials' texts
+  int32_t eot_id_ = -1;
+};
+
+}  // namespace duet
