@@ -1,0 +1,264 @@
+#include "formats/llama_synth.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/half.h"
+#include "formats/gguf.h"
+#include "formats/llama_names.h"
+
+namespace duet {
+namespace {
+
+namespace names = gguf_names;
+
+// Counter-based splitmix64: fast, and each tensor gets its own stream from
+// (seed, name), so a tensor's values do not depend on which tensors precede it.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Approximately N(0, 1): the sum of four 16-bit uniforms (Irwin-Hall),
+  // rescaled to unit variance. Bounded by +-3.46, which random weights
+  // welcome, and one 64-bit draw per value instead of a log and a cosine.
+  float normal() {
+    const uint64_t r = next();
+    const int64_t sum = static_cast<int64_t>(r & 0xffff) + static_cast<int64_t>((r >> 16) & 0xffff) +
+                        static_cast<int64_t>((r >> 32) & 0xffff) + static_cast<int64_t>(r >> 48);
+    return static_cast<float>(sum - 131070) * (1.7320508f / 65536.0f);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t stream_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  Rng mix(seed ^ h);
+  return mix.next();
+}
+
+// Draws ne[0]*ne[1] values of mean `mean` and deviation `stddev` straight
+// into the target dtype, so an F16 tensor never has an F32 twin in memory.
+Status add_random(GgufWriter& w, const std::string& name, DType dtype,
+                  std::vector<int64_t> ne, float mean, float stddev, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t d : ne) n *= d;
+  Rng rng(stream_seed(seed, name));
+  if (dtype == DType::F32) {
+    std::vector<float> v(static_cast<size_t>(n));  // ne
+    for (float& x : v) x = mean + stddev * rng.normal();
+    return w.add_tensor(name, dtype, std::move(ne), v.data(), v.size() * sizeof(float));
+  }
+  std::vector<uint16_t> v(static_cast<size_t>(n));  // ne
+  if (dtype == DType::F16) {
+    for (uint16_t& x : v) x = f32_to_f16(mean + stddev * rng.normal());
+  } else if (dtype == DType::BF16) {
+    for (uint16_t& x : v) x = f32_to_bf16(mean + stddev * rng.normal());
+  } else {
+    return err("synth: dtype ", dtype_name(dtype), " is not supported (f32, f16, bf16)");
+  }
+  return w.add_tensor(name, dtype, std::move(ne), v.data(), v.size() * sizeof(uint16_t));
+}
+
+// SentencePiece token types as GGUF stores them.
+constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6;
+
+// A SentencePiece-style vocabulary of exactly n tokens: <unk> <s> </s>, the
+// 256 byte fallbacks, then pieces in order of decreasing score: "▁", each
+// printable ASCII character bare and after "▁", then lowercase strings of
+// length 2, 3, ... bare and after "▁". Every text tokenizes (bytes fall back).
+void add_synthetic_vocab(GgufWriter& w, int64_t n) {
+  const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's word boundary
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {kUnknown, kControl, kControl};
+  char hex[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+    tokens.emplace_back(hex);
+    types.push_back(kByte);
+  }
+  std::vector<std::string> pieces = {space};
+  for (char c = 0x21; c < 0x7f; ++c) pieces.emplace_back(1, c);
+  for (char c = 0x21; c < 0x7f; ++c) pieces.push_back(space + c);
+  for (int len = 2; static_cast<int64_t>(tokens.size() + pieces.size()) < n; ++len) {
+    std::string s(static_cast<size_t>(len), 'a');
+    for (bool more = true; more && static_cast<int64_t>(tokens.size() + pieces.size()) < n;) {
+      pieces.push_back(s);
+      pieces.push_back(space + s);
+      int i = len - 1;  // odometer over a..z
+      while (i >= 0 && s[static_cast<size_t>(i)] == 'z') s[static_cast<size_t>(i--)] = 'a';
+      if (i < 0) more = false; else ++s[static_cast<size_t>(i)];
+    }
+  }
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (size_t i = 0; static_cast<int64_t>(tokens.size()) < n; ++i) {
+    tokens.push_back(pieces[i]);
+    types.push_back(kNormal);
+    scores.push_back(-static_cast<float>(i));
+  }
+  w.set(names::kTokModel, GgufValue::of_string("llama"));
+  w.set(names::kTokTokens, GgufValue::of_strings(std::move(tokens)));
+  w.set(names::kTokScores, GgufValue::of_f32s(scores));
+  w.set(names::kTokTypes, GgufValue::of_i32s(types));
+  w.set(names::kTokBos, GgufValue::of_u32(1));
+  w.set(names::kTokEos, GgufValue::of_u32(2));
+  w.set(names::kTokUnk, GgufValue::of_u32(0));
+  w.set(names::kTokAddBos, GgufValue::of_bool(true));
+  w.set(names::kTokAddEos, GgufValue::of_bool(false));
+}
+
+// Copies every tokenizer.* key of `path`; returns its vocabulary size.
+Result<int64_t> copy_vocab(GgufWriter& w, const std::string& path) {
+  DUET_ASSIGN(GgufFile src, GgufFile::open(path));
+  const GgufValue* toks = src.find(names::kTokTokens);
+  if (!toks || toks->type != GgufType::ARRAY || toks->items.empty())
+    return err(path, ": no tokenizer (", names::kTokTokens, " missing or empty)");
+  for (const std::string& key : src.keys())
+    if (key.rfind("tokenizer.", 0) == 0) w.set(key, *src.find(key));
+  return static_cast<int64_t>(toks->items.size());
+}
+
+uint32_t file_type(DType t) {
+  switch (t) {
+    case DType::F16: return 1;
+    case DType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+Result<LlamaShape> llama_preset(std::string_view name) {
+  LlamaShape s;
+  if (name == "tinyllama-1.1b") {
+    s = {.dim = 2048, .ffn = 5632, .layers = 22, .heads = 32, .kv_heads = 4, .head_dim = 0,
+         .vocab_size = 32000, .ctx = 2048, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = false};
+  } else if (name == "stories110m") {
+    s = {.dim = 768, .ffn = 2048, .layers = 12, .heads = 12, .kv_heads = 12, .head_dim = 0,
+         .vocab_size = 32000, .ctx = 1024, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = true};
+  } else if (name == "stories15m") {
+    s = {.dim = 288, .ffn = 768, .layers = 6, .heads = 6, .kv_heads = 6, .head_dim = 0,
+         .vocab_size = 32000, .ctx = 256, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = true};
+  } else {
+    return err("unknown model preset '", name, "' (tinyllama-1.1b, stories110m, stories15m)");
+  }
+  return s;
+}
+
+Status validate_shape(const LlamaShape& s) {
+  // Bounds keep every tensor's element count far from overflow and make a
+  // typo fail here rather than as an allocation of terabytes.
+  constexpr int64_t kMaxDim = 1 << 17, kMaxLayers = 1024, kMaxVocab = 1 << 22;
+  auto in = [](const char* field, int64_t v, int64_t lo, int64_t hi) -> Status {
+    if (v < lo || v > hi) return err("synth: ", field, " = ", v, " is outside [", lo, ", ", hi, "]");
+    return {};
+  };
+  DUET_TRY(in("dim", s.dim, 1, kMaxDim));
+  DUET_TRY(in("ffn", s.ffn, 1, kMaxDim));
+  DUET_TRY(in("layers", s.layers, 1, kMaxLayers));
+  DUET_TRY(in("heads", s.heads, 1, s.dim));
+  DUET_TRY(in("kv-heads", s.kv_heads, 1, s.heads));
+  DUET_TRY(in("vocab-size", s.vocab_size, 1, kMaxVocab));
+  DUET_TRY(in("ctx", s.ctx, 1, 1 << 24));
+  if (s.heads % s.kv_heads != 0)
+    return err("synth: heads (", s.heads, ") must be a multiple of kv-heads (", s.kv_heads, ")");
+  if (s.head_dim == 0 && s.dim % s.heads != 0)
+    return err("synth: dim (", s.dim, ") is not divisible by heads (", s.heads, "); give --head-dim");
+  const int64_t hd = s.head_dim_or_default();
+  DUET_TRY(in("head-dim", hd, 2, 4096));
+  if (hd % 2 != 0) return err("synth: head-dim (", hd, ") must be even for RoPE");
+  if (!(s.rope_base > 1.0) || !std::isfinite(s.rope_base))
+    return err("synth: rope-base (", s.rope_base, ") must be a finite number > 1");
+  if (!(s.rms_eps > 0.0) || !(s.rms_eps < 1.0))
+    return err("synth: rms-eps (", s.rms_eps, ") must be in (0, 1)");
+  return {};
+}
+
+Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
+  if (opt.dtype != DType::F32 && opt.dtype != DType::F16 && opt.dtype != DType::BF16)
+    return err("synth: dtype ", dtype_name(opt.dtype), " is not supported (f32, f16, bf16)");
+  LlamaShape s = opt.shape;
+  GgufWriter w;
+  const std::string arch = "llama";
+  w.set(names::kArchitecture, GgufValue::of_string(arch));
+  w.set(names::kName, GgufValue::of_string(opt.name));
+  if (!opt.vocab_from.empty()) {
+    DUET_ASSIGN(int64_t n_vocab, copy_vocab(w, opt.vocab_from));
+    if (s.vocab_size != 0 && s.vocab_size != n_vocab)
+      return err("synth: --vocab-size ", s.vocab_size, " disagrees with the ", n_vocab,
+                 " tokens of ", opt.vocab_from);
+    s.vocab_size = n_vocab;
+  }
+  DUET_TRY(validate_shape(s));
+  if (opt.vocab_from.empty()) {
+    constexpr int64_t kSpecialAndBytes = 3 + 256;
+    if (s.vocab_size < kSpecialAndBytes + 1)
+      return err("synth: a synthetic vocabulary needs vocab-size >= ", kSpecialAndBytes + 1,
+                 " (3 special + 256 byte tokens + pieces), got ", s.vocab_size);
+    add_synthetic_vocab(w, s.vocab_size);
+  }
+
+  const int64_t hd = s.head_dim_or_default();
+  auto k = [&](const std::string& suffix) { return names::key(arch, suffix); };
+  auto u32 = [](int64_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
+  w.set(k(names::kContextLength), u32(s.ctx));
+  w.set(k(names::kEmbeddingLength), u32(s.dim));
+  w.set(k(names::kBlockCount), u32(s.layers));
+  w.set(k(names::kFeedForwardLength), u32(s.ffn));
+  w.set(k(names::kHeadCount), u32(s.heads));
+  w.set(k(names::kHeadCountKv), u32(s.kv_heads));
+  w.set(k(names::kRopeDimCount), u32(hd));
+  w.set(k(names::kRopeFreqBase), GgufValue::of_f32(static_cast<float>(s.rope_base)));
+  w.set(k(names::kRmsEps), GgufValue::of_f32(static_cast<float>(s.rms_eps)));
+  w.set(k(names::kVocabSize), u32(s.vocab_size));
+  if (hd * s.heads != s.dim) {
+    w.set(k(names::kKeyLength), u32(hd));
+    w.set(k(names::kValueLength), u32(hd));
+  }
+  w.set(names::kFileType, GgufValue::of_u32(file_type(opt.dtype)));
+
+  // Scales keep activations O(1) through any depth: after each RMSNorm a
+  // matrix of deviation 1/sqrt(fan_in) maps unit-RMS inputs to unit-RMS
+  // outputs (so attention scores are ~N(0,1): neither uniform nor one-hot);
+  // the two projections that add into the residual are further divided by
+  // sqrt(2*layers) so the stream grows by O(1) over the whole stack.
+  const float res_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.layers));
+  auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
+  const DType dt = opt.dtype;
+  const uint64_t seed = opt.seed;
+  constexpr float kNormNoise = 0.1f;
+
+  // A tied head reads logits off the embedding, so there the embedding gets
+  // the head's 1/sqrt(dim) (logits ~N(0,1), as untied); at N(0,1) the logits
+  // would spread by sqrt(dim) and greedy decoding would echo its input.
+  const float embd_std = s.tied ? inv_sqrt(s.dim) : 1.0f;
+  DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.vocab_size}, 0.0f, embd_std, seed));
+  for (int l = 0; l < static_cast<int>(s.layers); ++l) {
+    const int64_t q_out = s.heads * hd, kv_out = s.kv_heads * hd;
+    DUET_TRY(add_random(w, names::blk(l, names::kAttnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kAttnQ), dt, {s.dim, q_out}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kAttnK), dt, {s.dim, kv_out}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kAttnV), dt, {s.dim, kv_out}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kAttnOut), dt, {q_out, s.dim}, 0.0f,
+                        inv_sqrt(q_out) * res_scale, seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnGate), dt, {s.dim, s.ffn}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnUp), dt, {s.dim, s.ffn}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnDown), dt, {s.ffn, s.dim}, 0.0f,
+                        inv_sqrt(s.ffn) * res_scale, seed));
+  }
+  DUET_TRY(add_random(w, names::kOutputNorm, DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
+  if (!s.tied)
+    DUET_TRY(add_random(w, names::kOutput, dt, {s.dim, s.vocab_size}, 0.0f, inv_sqrt(s.dim), seed));
+  return w.write(out_path);
+}
+
+}  // namespace duet
