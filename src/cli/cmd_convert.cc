@@ -1,0 +1,101 @@
+// `duet convert`: other formats to GGUF.
+//   --from llama2c  a llama2.c checkpoint (--model X.bin) with its tokenizer
+//                   (--tokenizer tokenizer.bin, or a SentencePiece .model)
+//   --from spm      a SentencePiece tokenizer.model, as a vocab-only GGUF
+//                   (--vocab-only) or with a llama2.c checkpoint (--model)
+// A new source format is one more entry in kSources and one more branch in
+// convert().
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "formats/gguf.h"
+#include "formats/llama2c.h"
+#include "formats/llama_import.h"
+#include "formats/spm_model.h"
+
+namespace duet::cli {
+namespace {
+
+constexpr const char* kSources = "llama2c, spm";
+
+struct ConvertArgs {
+  std::string from;
+  std::string model;
+  std::string tokenizer;
+  std::string output;
+  std::string name;
+  bool vocab_only = false;
+};
+
+bool is_spm_model_file(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".model";
+}
+
+// tokenizer.bin is llama2.c's; a .model file is SentencePiece's protobuf.
+// The extension decides: the two formats cannot be told apart by content
+// (a tokenizer.bin with max_token_length 10 starts with a valid protobuf tag).
+Result<LlamaVocab> load_vocab(const std::string& path, bool spm) {
+  if (spm) {
+    DUET_ASSIGN(const SpmModel m, read_spm_model(path));
+    return vocab_from_spm(m, path);
+  }
+  DUET_ASSIGN(const Llama2cTokenizer t, read_llama2c_tokenizer(path));
+  return vocab_from_llama2c(t);
+}
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+Status convert(const ConvertArgs& a) {
+  bool spm_tokenizer = false;
+  if (a.from == "llama2c") {
+    spm_tokenizer = is_spm_model_file(a.tokenizer);
+    if (a.model.empty() && !a.vocab_only)
+      return err("--from llama2c needs --model CHECKPOINT.bin (or --vocab-only)");
+  } else if (a.from == "spm") {
+    spm_tokenizer = true;
+    if (a.model.empty() && !a.vocab_only)
+      return err("--from spm needs --vocab-only, or --model CHECKPOINT.bin (a llama2.c checkpoint)");
+  } else {
+    return err("unknown --from '", a.from, "' (supported: ", kSources, ")");
+  }
+  if (a.vocab_only && !a.model.empty()) return err("--vocab-only writes no tensors; drop --model");
+
+  DUET_ASSIGN(const LlamaVocab vocab, load_vocab(a.tokenizer, spm_tokenizer));
+  if (a.vocab_only) {
+    const GgufWriter w = vocab_only_gguf(vocab, a.name.empty() ? stem(a.tokenizer) : a.name);
+    DUET_TRY(w.write(a.output));
+    std::printf("wrote %s: vocab only, %zu tokens\n", a.output.c_str(), vocab.tokens.size());
+    return {};
+  }
+  DUET_ASSIGN(const Llama2cCheckpoint ck, read_llama2c_checkpoint(a.model));
+  DUET_ASSIGN(const GgufWriter w, llama2c_gguf(ck, vocab, a.name.empty() ? stem(a.model) : a.name));
+  DUET_TRY(w.write(a.output));
+  const Llama2cConfig& c = ck.config;
+  std::printf("wrote %s: llama, dim %d, %d layers, %d heads (%d kv), vocab %d, context %d, F32%s\n",
+              a.output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
+              c.shared_classifier ? ", tied output" : "");
+  return {};
+}
+
+const bool registered = register_command(
+    "convert", "Convert a llama2.c checkpoint or SentencePiece tokenizer to GGUF",
+    [](CLI::App& app) {
+      auto a = std::make_shared<ConvertArgs>();
+      app.add_option("--from", a->from, std::string("source format: ") + kSources)->required();
+      app.add_option("--model", a->model, "checkpoint to convert (llama2.c .bin)");
+      app.add_option("--tokenizer", a->tokenizer, "tokenizer.bin (llama2.c) or tokenizer.model (SentencePiece)")
+          ->required();
+      app.add_option("-o,--output", a->output, "GGUF file to write")->required();
+      app.add_option("--name", a->name, "general.name (default: the input file's stem)");
+      app.add_flag("--vocab-only", a->vocab_only, "write only the tokenizer metadata, no tensors");
+      return [a]() -> int {
+        const Status s = convert(*a);
+        return s.ok() ? 0 : fail(s.error());
+      };
+    });
+
+}  // namespace
+}  // namespace duet::cli
