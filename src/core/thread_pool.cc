@@ -12,7 +12,7 @@ namespace {
 // Spin this many pauses (~tens of microseconds) before sleeping: long enough
 // to span the gap between two ops of a decode step, short enough not to burn
 // a core between requests.
-constexpr int kSpinIterations = 1 << 14;
+constexpr int kSpinIterations = 1 << 12;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -39,7 +39,12 @@ void ThreadPool::dispatch(Call call, void* ctx) {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   call(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) DUET_PAUSE();
+  // Spin while the others finish, but yield once that takes long: on an
+  // oversubscribed machine a worker may be waiting for this very core.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) DUET_PAUSE();
+    else std::this_thread::yield();
+  }
 }
 
 void ThreadPool::worker(int index) {

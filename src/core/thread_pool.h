@@ -28,15 +28,25 @@ class ThreadPool {
     dispatch([](void* ctx, int i, int n) { (*static_cast<Fn*>(ctx))(i, n); }, &fn);
   }
 
-  // Splits [0, n) into one contiguous range per thread, boundaries rounded to
-  // multiples of `grain`, and calls fn(begin, end) for each non-empty range.
+  // Splits [0, n) into ranges of `grain` (the last may be shorter) and calls
+  // fn(begin, end) for each, handing ranges out dynamically: a thread that
+  // the OS delays on a busy machine holds up one range, not a fixed share.
   template <class F>
   void parallel_for(int64_t n, int64_t grain, F&& fn) {
-    run([&](int i, int nt) {
-      const int64_t blocks = (n + grain - 1) / grain;
-      const int64_t b0 = blocks * i / nt, b1 = blocks * (i + 1) / nt;
-      const int64_t begin = b0 * grain, end = b1 * grain < n ? b1 * grain : n;
-      if (begin < end) fn(begin, end);
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    const int64_t chunks = (n + grain - 1) / grain;
+    if (chunks == 1 || n_threads_ == 1) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    run([&](int, int) {
+      for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+           c = next.fetch_add(1, std::memory_order_relaxed)) {
+        const int64_t begin = c * grain;
+        fn(begin, begin + grain < n ? begin + grain : n);
+      }
     });
   }
 
