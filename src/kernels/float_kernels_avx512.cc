@@ -1,0 +1,159 @@
+// AVX-512 kernels of the float weight types. One 16-lane accumulator per
+// (weight row, token) pair, tails under a load mask: a dot is summed in the
+// same order whether it is computed alone (vec_dot, decode) or inside a
+// register block of rows x tokens (prefill).
+#include <immintrin.h>
+
+#include <utility>
+
+#include "kernels/float_kernels.h"
+
+namespace duet {
+namespace {
+
+constexpr int64_t kLanes = 16;
+// 4 rows x 4 tokens: 16 accumulators + 4 activation vectors + 1 weight vector
+// fit the 32 zmm registers; 8 loads feed 16 FMAs, so the FMA units, not the
+// load ports, set the pace.
+constexpr int kMaxRows = 4;
+constexpr int kMaxToks = 4;
+
+// Each loads 16 weights at p as floats, or under mask m with zeros elsewhere.
+struct F32Row {
+  static constexpr int64_t kBytes = 4;
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static __m512 load(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+struct F16Row {
+  static constexpr int64_t kBytes = 2;
+  static __m512 load(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 load(const uint8_t* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+struct BF16Row {
+  static constexpr int64_t kBytes = 2;
+  // bf16 is the top half of an f32: widen to 32 bits and shift into place.
+  static __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 load(const uint8_t* p) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 load(const uint8_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+// One step of kLanes elements at element offset i, for R rows x T tokens.
+template <class W, int R, int T, bool kMasked>
+[[gnu::always_inline]] inline void step(__m512 (&acc)[R][T], const uint8_t* w, size_t ws,
+                                        const float* x, int64_t xs, int64_t i, __mmask16 m) {
+  __m512 xv[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+    xv[t] = kMasked ? _mm512_maskz_loadu_ps(m, x + t * xs + i) : _mm512_loadu_ps(x + t * xs + i);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* p = w + r * ws + i * W::kBytes;
+    const __m512 wv = kMasked ? W::load(p, m) : W::load(p);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+  }
+}
+
+// y[t * ys + r] = dot(row r, x row t) for R rows and T tokens over all of k.
+template <class W, int R, int T>
+void micro(int64_t k, const uint8_t* w, size_t ws, const float* x, int64_t xs, float* y,
+           int64_t ys) {
+  __m512 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const int64_t k_full = k - k % kLanes;
+  for (int64_t i = 0; i < k_full; i += kLanes) step<W, R, T, false>(acc, w, ws, x, xs, i, 0);
+  if (k_full < k) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (k - k_full)) - 1);
+    step<W, R, T, true>(acc, w, ws, x, xs, k_full, m);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const float*, int64_t, float*, int64_t);
+
+// micro<W, R, T> for every R <= kMaxRows, T <= kMaxToks, at [(R-1) * kMaxToks + T-1].
+template <class W, class Seq>
+struct MicroTable;
+template <class W, int... I>
+struct MicroTable<W, std::integer_sequence<int, I...>> {
+  static constexpr MicroFn fns[] = {&micro<W, I / kMaxToks + 1, I % kMaxToks + 1>...};
+};
+
+template <class W>
+void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
+               int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  using Table = MicroTable<W, std::make_integer_sequence<int, kMaxRows * kMaxToks>>;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
+    const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+      const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+      Table::fns[(nr - 1) * kMaxToks + (nt - 1)](k, w + r0 * w_stride, w_stride, x + t0 * x_stride,
+                                                 x_stride, y + t0 * y_stride + r0, y_stride);
+    }
+  }
+}
+
+template <class W>
+float vec_dot(int64_t k, const void* w_row, const void* x_row) {
+  float y;
+  micro<W, 1, 1>(k, static_cast<const uint8_t*>(w_row), 0, static_cast<const float*>(x_row), 0,
+                 &y, 0);
+  return y;
+}
+
+void copy_f32(const float* x, void* y, int64_t k) {
+  float* out = static_cast<float*>(y);
+  const int64_t k_full = k - k % kLanes;
+  for (int64_t i = 0; i < k_full; i += kLanes) _mm512_storeu_ps(out + i, _mm512_loadu_ps(x + i));
+  if (k_full < k) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (k - k_full)) - 1);
+    _mm512_mask_storeu_ps(out + k_full, m, _mm512_maskz_loadu_ps(m, x + k_full));
+  }
+}
+
+template <class W>
+void to_float(const void* row, float* y, int64_t k) {
+  const auto* p = static_cast<const uint8_t*>(row);
+  const int64_t k_full = k - k % kLanes;
+  for (int64_t i = 0; i < k_full; i += kLanes) _mm512_storeu_ps(y + i, W::load(p + i * W::kBytes));
+  if (k_full < k) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (k - k_full)) - 1);
+    _mm512_mask_storeu_ps(y + k_full, m, W::load(p + k_full * W::kBytes, m));
+  }
+}
+
+template <class W>
+constexpr FloatKernels make() {
+  return {{DType::F32, copy_f32, vec_dot<W>, to_float<W>}, dot_block<W>};
+}
+
+constexpr FloatKernels kF32 = make<F32Row>();
+constexpr FloatKernels kF16 = make<F16Row>();
+constexpr FloatKernels kBF16 = make<BF16Row>();
+
+}  // namespace
+
+const FloatKernels* float_kernels_avx512(DType t) {
+  switch (t) {
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    case DType::BF16: return &kBF16;
+    default: return nullptr;
+  }
+}
+
+}  // namespace duet

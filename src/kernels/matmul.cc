@@ -1,0 +1,84 @@
+// matmul: every projection of the forward pass, decode (m = 1) and prefill
+// (m > 1) alike. Output rows are split across threads; within a thread the
+// weight rows are taken in tiles that stay in L2 while every token streams
+// past them, so a prefill chunk reads its weights from memory once, not once
+// per token.
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/float_kernels.h"
+#include "kernels/ops.h"
+#include "kernels/type_kernels.h"
+
+namespace duet {
+namespace {
+
+// A quarter of a 1 MiB L2: room for the tile plus the activations streaming by.
+constexpr size_t kTileBytes = 256 << 10;
+constexpr int64_t kRowGrain = 16;
+
+int64_t tile_rows(size_t row_stride) {
+  const int64_t rows = static_cast<int64_t>(kTileBytes / (row_stride ? row_stride : 1));
+  return rows < kRowGrain ? kRowGrain : rows - rows % kRowGrain;
+}
+
+[[noreturn]] void no_kernels(const TensorView& w) {
+  // The model loader checks every weight type; reaching here is a bug.
+  std::fprintf(stderr, "matmul: no kernels for %s weight '%s'\n",
+               std::string(dtype_name(w.dtype)).c_str(), w.name.c_str());
+  std::abort();
+}
+
+// Bytes of one activation row in the weight's vec_dot_type; 0 when x is used as is.
+size_t act_row_bytes(const TypeKernels& tk, int64_t k) {
+  if (tk.vec_dot_type == DType::F32) return 0;
+  const Result<size_t> b = row_bytes(tk.vec_dot_type, k);
+  return b.ok() ? *b : 0;
+}
+
+}  // namespace
+
+size_t activation_scratch_bytes(const TensorView& w, int64_t m) {
+  const TypeKernels* tk = type_kernels(w.dtype);
+  return tk ? act_row_bytes(*tk, w.ne[0]) * static_cast<size_t>(m) : 0;
+}
+
+void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scratch,
+            ThreadPool& pool) {
+  const int64_t k = w.ne[0], n_out = w.ne[1];
+  const size_t w_stride = w.row_stride();
+  const int64_t rows_per_tile = tile_rows(w_stride);
+
+  if (const FloatKernels* fk = float_kernels(w.dtype)) {
+    pool.parallel_for(n_out, kRowGrain, [&](int64_t r0, int64_t r1) {
+      for (int64_t b = r0; b < r1; b += rows_per_tile) {
+        const int64_t nb = r1 - b < rows_per_tile ? r1 - b : rows_per_tile;
+        fk->dot_block(k, w.row(b), w_stride, nb, x, k, m, y + b, n_out);
+      }
+    });
+    return;
+  }
+
+  const TypeKernels* tk = type_kernels(w.dtype);
+  if (!tk) no_kernels(w);
+  const size_t x_bytes = act_row_bytes(*tk, k);  // per converted row
+  const uint8_t* xq = reinterpret_cast<const uint8_t*>(x);
+  size_t x_stride = static_cast<size_t>(k) * sizeof(float);
+  if (x_bytes) {
+    auto* out = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
+    pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) tk->from_float(x + t * k, out + t * x_bytes, k);
+    });
+    xq = out;
+    x_stride = x_bytes;
+  }
+  pool.parallel_for(n_out, kRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t b = r0; b < r1; b += rows_per_tile) {
+      const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
+      for (int64_t t = 0; t < m; ++t)
+        for (int64_t r = b; r < e; ++r) y[t * n_out + r] = tk->vec_dot(k, w.row(r), xq + t * x_stride);
+    }
+  });
+}
+
+}  // namespace duet

@@ -1,0 +1,76 @@
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace duet {
+namespace {
+
+TEST(ThreadPool, RunCallsEveryThreadOnce) {
+  for (int n : {1, 2, 3, 5}) {
+    ThreadPool pool(n);
+    ASSERT_EQ(pool.size(), n);
+    for (int rep = 0; rep < 100; ++rep) {
+      std::vector<std::atomic<int>> calls(static_cast<size_t>(n));
+      std::atomic<int> bad_n{0};
+      pool.run([&](int i, int nt) {
+        if (nt != n) bad_n.fetch_add(1);
+        calls[static_cast<size_t>(i)].fetch_add(1);
+      });
+      ASSERT_EQ(bad_n.load(), 0);
+      for (int i = 0; i < n; ++i) ASSERT_EQ(calls[static_cast<size_t>(i)].load(), 1) << "thread " << i;
+    }
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+  for (int n : {1, 2, 3, 4}) {
+    ThreadPool pool(n);
+    for (int64_t size : {0, 1, 2, 7, 16, 17, 100, 1000}) {
+      for (int64_t grain : {1, 3, 16, 64}) {
+        for (int rep = 0; rep < 3; ++rep) {
+          std::vector<std::atomic<int>> hits(static_cast<size_t>(size));
+          std::atomic<int> bad_bounds{0};
+          pool.parallel_for(size, grain, [&](int64_t b, int64_t e) {
+            // Boundaries other than the end fall on multiples of the grain.
+            if (b >= e || b % grain != 0 || (e != size && e % grain != 0)) bad_bounds.fetch_add(1);
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+          });
+          ASSERT_EQ(bad_bounds.load(), 0) << "size " << size << " grain " << grain;
+          for (int64_t i = 0; i < size; ++i)
+            ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1)
+                << "index " << i << " size " << size << " grain " << grain << " threads " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, ManyBackToBackDispatches) {
+  // Decode issues thousands of small ops; none may be lost or run twice.
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  const int reps = 5000;
+  for (int rep = 0; rep < reps; ++rep)
+    pool.parallel_for(10, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+  EXPECT_EQ(total.load(), int64_t{10} * reps);
+}
+
+TEST(ThreadPool, CallerIsThreadZeroAndWritesAreVisible) {
+  ThreadPool pool(2);
+  std::vector<int> out(1000, 0);
+  const auto caller = std::this_thread::get_id();
+  std::thread::id seen0;
+  pool.run([&](int i, int nt) {
+    if (i == 0) seen0 = std::this_thread::get_id();
+    for (size_t j = static_cast<size_t>(i); j < out.size(); j += static_cast<size_t>(nt))
+      out[j] = static_cast<int>(j) + 1;
+  });
+  EXPECT_EQ(seen0, caller);
+  for (size_t j = 0; j < out.size(); ++j) ASSERT_EQ(out[j], static_cast<int>(j) + 1);
+}
+
+}  // namespace
+}  // namespace duet

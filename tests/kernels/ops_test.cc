@@ -1,0 +1,91 @@
+// The elementwise ops against double-precision formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/ops.h"
+
+namespace duet {
+namespace {
+
+using testing::random_floats;
+
+TEST(Ops, RmsnormMatchesDouble) {
+  for (int64_t n : {1, 7, 64, 2048, 5000}) {
+    const auto x = random_floats(static_cast<size_t>(n), 1, -3.0f, 3.0f);
+    const auto w = random_floats(static_cast<size_t>(n), 2, 0.5f, 1.5f);
+    std::vector<float> y(static_cast<size_t>(n));
+    const float eps = 1e-5f;
+    rmsnorm(x.data(), w.data(), y.data(), n, eps);
+    double ss = 0;
+    for (float v : x) ss += double{v} * v;
+    const double scale = 1.0 / std::sqrt(ss / n + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = x[i] * scale * w[i];
+      // A few roundings of float: mean, root, two products.
+      ASSERT_NEAR(y[i], want, 4 * 0x1p-24 * std::fabs(want) + 1e-30) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(Ops, RmsnormOfZerosIsZero) {
+  std::vector<float> x(16, 0.0f), w(16, 1.0f), y(16, 1.0f);
+  rmsnorm(x.data(), w.data(), y.data(), 16, 1e-6f);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Ops, RopeRotatesPairsByPositionAngle) {
+  const int64_t n_heads = 3, head_dim = 10, rope_dim = 8;  // last 2 dims of each head untouched
+  std::vector<float> inv_freq(rope_dim / 2);
+  for (int64_t i = 0; i < rope_dim / 2; ++i)
+    inv_freq[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / rope_dim));
+  for (int32_t pos : {0, 1, 17, 4095, 100000}) {
+    auto x = random_floats(static_cast<size_t>(n_heads * head_dim), 3);
+    const auto orig = x;
+    rope(x.data(), n_heads, head_dim, rope_dim, pos, inv_freq.data());
+    for (int64_t h = 0; h < n_heads; ++h) {
+      for (int64_t i = 0; i < rope_dim / 2; ++i) {
+        const double a = double{inv_freq[i]} * pos;
+        const double x0 = orig[h * head_dim + 2 * i], x1 = orig[h * head_dim + 2 * i + 1];
+        EXPECT_NEAR(x[h * head_dim + 2 * i], x0 * std::cos(a) - x1 * std::sin(a), 1e-6) << pos;
+        EXPECT_NEAR(x[h * head_dim + 2 * i + 1], x0 * std::sin(a) + x1 * std::cos(a), 1e-6) << pos;
+      }
+      for (int64_t d = rope_dim; d < head_dim; ++d) EXPECT_EQ(x[h * head_dim + d], orig[h * head_dim + d]);
+    }
+  }
+}
+
+TEST(Ops, SoftmaxMatchesDoubleAndSurvivesLargeValues) {
+  for (int64_t n : {1, 5, 100, 4097}) {
+    auto x = random_floats(static_cast<size_t>(n), 4, -20.0f, 20.0f);
+    x[0] = 1000.0f;  // would overflow exp without the max subtracted
+    const auto orig = x;
+    softmax(x.data(), n);
+    double sum = 0;
+    for (float v : orig) sum += std::exp(double{v} - 1000.0);
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(double{orig[i]} - 1000.0) / sum;
+      ASSERT_NEAR(x[i], want, 4 * 0x1p-24 * want + 1e-38) << "n=" << n << " i=" << i;
+      total += x[i];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+}
+
+TEST(Ops, SwigluMatchesDouble) {
+  const int64_t n = 1000;
+  const auto g = random_floats(n, 5, -30.0f, 30.0f);
+  const auto u = random_floats(n, 6, -2.0f, 2.0f);
+  std::vector<float> out(n);
+  swiglu(g.data(), u.data(), out.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = g[i] / (1.0 + std::exp(-double{g[i]})) * u[i];
+    ASSERT_NEAR(out[i], want, 8 * 0x1p-24 * std::fabs(want) + 1e-30) << "g=" << g[i];
+  }
+}
+
+}  // namespace
+}  // namespace duet
