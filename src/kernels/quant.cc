@@ -1,0 +1,525 @@
+#include "kernels/quant.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "core/quant_blocks.h"
+
+namespace duet {
+namespace {
+
+// Round half to even for |x| < 2^22: adding 1.5 * 2^23 puts the integer part
+// in the low mantissa bits, rounded by the FPU's default mode.
+inline int nearest_int(float x) {
+  assert(std::fabs(x) <= 4194303.f);
+  const float biased = x + 12582912.f;
+  return static_cast<int>(f32_to_bits(biased) & 0x007fffff) - 0x00400000;
+}
+
+// The element of largest magnitude (the first one, on ties) and its magnitude.
+inline float signed_absmax(const float* x, int n, float* amax_out) {
+  float amax = 0.f, max = 0.f;
+  for (int i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax) {
+      amax = a;
+      max = x[i];
+    }
+  }
+  *amax_out = amax;
+  return max;
+}
+
+// ---- Affine fit for Q4_K/Q5_K sub-blocks -------------------------------------
+//
+// Finds scale > 0 and min >= 0 with x[i] ~ scale * L[i] - min, L[i] in
+// [0, nmax], minimizing sum w[i] * (scale*L[i] - min - x[i])^2. Each grid
+// point s fixes the levels L by rounding (x - lo) * (nmax + rmin + s*rdelta) /
+// (hi - lo); for fixed L the best (scale, offset) solve the weighted normal
+// equations. Returns the scale; *min_out gets min.
+float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, float* min_out,
+                 float rmin, float rdelta, int nstep) {
+  float lo = x[0], hi = x[0];
+  float sum_w = 0.f, sum_x = 0.f;
+  for (int i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  lo = std::min(lo, 0.f);  // the offset only ever lowers values
+  if (hi == lo) {
+    std::fill(L, L + n, 0);
+    *min_out = -lo;
+    return 0.f;
+  }
+  auto level = [&](float iscale, float v) {
+    return static_cast<uint8_t>(std::clamp(nearest_int(iscale * (v - lo)), 0, nmax));
+  };
+  float iscale = nmax / (hi - lo);
+  float scale = 1.f / iscale, offset = lo;
+  float best_err = 0.f;
+  for (int i = 0; i < n; ++i) {
+    L[i] = level(iscale, x[i]);
+    const float diff = scale * L[i] + offset - x[i];
+    best_err += w[i] * diff * diff;
+  }
+  uint8_t trial[kQK32];
+  assert(n <= kQK32);
+  for (int s = 0; s <= nstep; ++s) {
+    iscale = (rmin + rdelta * s + nmax) / (hi - lo);
+    float sum_l = 0.f, sum_l2 = 0.f, sum_xl = 0.f;
+    for (int i = 0; i < n; ++i) {
+      const uint8_t l = level(iscale, x[i]);
+      trial[i] = l;
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0.f) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_offset = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_offset > 0.f) {  // a positive offset cannot be stored; refit through 0
+      this_offset = 0.f;
+      this_scale = sum_xl / sum_l2;
+    }
+    float err = 0.f;
+    for (int i = 0; i < n; ++i) {
+      const float diff = this_scale * trial[i] + this_offset - x[i];
+      err += w[i] * diff * diff;
+    }
+    if (err < best_err) {
+      std::copy(trial, trial + n, L);
+      best_err = err;
+      scale = this_scale;
+      offset = this_offset;
+    }
+  }
+  *min_out = -offset;
+  return scale;
+}
+
+// ---- Symmetric fit for Q6_K sub-blocks --------------------------------------
+//
+// Finds scale with x[i] ~ scale * l[i], l[i] in [-nmax, nmax-1], stored as
+// L[i] = l[i] + nmax. For fixed levels the weighted least-squares scale is
+// sum(w x l) / sum(w l^2) and it lowers the error by (sum w x l)^2 / sum(w l^2);
+// the grid point that lowers it most wins.
+float fit_symmetric(int n, int nmax, const float* x, const float* w, uint8_t* L) {
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
+  if (amax < 1e-15f) {
+    std::fill(L, L + n, static_cast<uint8_t>(nmax));
+    return 0.f;
+  }
+  auto sums = [&](float iscale, float* sum_lx, float* sum_l2) {
+    *sum_lx = 0.f;
+    *sum_l2 = 0.f;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      *sum_lx += w[i] * x[i] * l;
+      *sum_l2 += w[i] * l * l;
+    }
+  };
+  auto store = [&](float iscale) {
+    for (int i = 0; i < n; ++i)
+      L[i] = static_cast<uint8_t>(nmax + std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+  };
+  float best_iscale = -nmax / max;
+  float sum_lx, sum_l2;
+  sums(best_iscale, &sum_lx, &sum_l2);
+  float scale = sum_l2 > 0.f ? sum_lx / sum_l2 : 0.f;
+  float best = scale * sum_lx;
+  for (int s = -9; s <= 9; ++s) {
+    if (s == 0) continue;
+    const float iscale = -(nmax + 0.1f * s) / max;
+    sums(iscale, &sum_lx, &sum_l2);
+    if (sum_l2 > 0.f && sum_lx * sum_lx > best * sum_l2) {
+      best_iscale = iscale;
+      scale = sum_lx / sum_l2;
+      best = scale * sum_lx;
+    }
+  }
+  store(best_iscale);
+  return scale;
+}
+
+// Element weights of one super-block for the fits.
+void k_weights(const float* x, const float* importance, float* w, int sub, bool affine) {
+  float sum_x2 = 0.f;
+  for (int i = 0; i < kQKK; ++i) sum_x2 += x[i] * x[i];
+  if (importance) {
+    const float sigma2 = 2.f * sum_x2 / kQKK;
+    for (int i = 0; i < kQKK; ++i) w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
+    return;
+  }
+  if (!affine) {
+    for (int i = 0; i < kQKK; ++i) w[i] = x[i] * x[i];
+    return;
+  }
+  for (int j = 0; j < kQKK / sub; ++j) {  // per sub-block: |x| + rms
+    float s2 = 0.f;
+    for (int i = 0; i < sub; ++i) s2 += x[j * sub + i] * x[j * sub + i];
+    const float rms = std::sqrt(s2 / sub);
+    for (int i = 0; i < sub; ++i) w[j * sub + i] = rms + std::fabs(x[j * sub + i]);
+  }
+}
+
+// Shared part of Q4_K and Q5_K: fits the 8 sub-blocks, stores d, dmin and the
+// packed 6-bit scales, and returns the levels L[256] in [0, nmax].
+void quantize_k4_scales(const float* x, const float* importance, int nmax, float rmin,
+                        int nstep, uint16_t* d_out, uint16_t* dmin_out, uint8_t* packed,
+                        uint8_t* L) {
+  constexpr int kSub = 32;
+  float w[kQKK], scales[8], mins[8];
+  k_weights(x, importance, w, kSub, /*affine=*/true);
+  float max_scale = 0.f, max_min = 0.f;
+  for (int j = 0; j < 8; ++j) {
+    scales[j] = fit_affine(kSub, nmax, x + kSub * j, w + kSub * j, L + kSub * j, &mins[j], rmin,
+                           0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0.f ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0.f ? 63.f / max_min : 0.f;
+  std::memset(packed, 0, kKScaleBytes);
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t ls = static_cast<uint8_t>(std::min(63, nearest_int(inv_scale * scales[j])));
+    const uint8_t lm = static_cast<uint8_t>(std::min(63, nearest_int(inv_min * mins[j])));
+    if (j < 4) {
+      packed[j] = ls;
+      packed[j + 4] = lm;
+    } else {
+      packed[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      packed[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
+      packed[j] |= static_cast<uint8_t>((lm >> 4) << 6);
+    }
+  }
+  *d_out = f32_to_f16(max_scale / 63.f);
+  *dmin_out = f32_to_f16(max_min / 63.f);
+  // Re-round the levels against the scales as stored.
+  const float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    k4_scale_min(packed, j, &sc, &m);
+    const float step = d * sc;
+    const float off = dmin * m;
+    for (int i = 0; i < kSub; ++i)
+      L[kSub * j + i] = step == 0.f ? 0
+          : static_cast<uint8_t>(std::clamp(nearest_int((x[kSub * j + i] + off) / step), 0, nmax));
+  }
+}
+
+}  // namespace
+
+// ---- 32-element types ----------------------------------------------------------
+
+void quantize_row_q8_0(const float* x, void* vy, int64_t k) {
+  assert(k % kQK32 == 0);
+  auto* y = static_cast<BlockQ8_0*>(vy);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    float amax = 0.f;
+    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    y[b].d = f32_to_f16(d);
+    for (int i = 0; i < kQK32; ++i) y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+  }
+}
+
+void quantize_row_q8_1(const float* x, void* vy, int64_t k) {
+  assert(k % kQK32 == 0);
+  auto* y = static_cast<BlockQ8_1*>(vy);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    float amax = 0.f;
+    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    int sum = 0;
+    for (int i = 0; i < kQK32; ++i) {
+      y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+      sum += y[b].qs[i];
+    }
+    y[b].d = f32_to_f16(d);
+    y[b].s = f32_to_f16(static_cast<float>(sum) * d);
+  }
+}
+
+void quantize_row_q4_0(const float* x, void* vy, int64_t k) {
+  assert(k % kQK32 == 0);
+  auto* y = static_cast<BlockQ4_0*>(vy);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    float amax;
+    const float max = signed_absmax(x, kQK32, &amax);
+    const float d = max / -8.f;  // the extreme element maps to level 0
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    y[b].d = f32_to_f16(d);
+    for (int i = 0; i < kQK32 / 2; ++i) {
+      // Truncation of x/d + 8.5 is rounding half up of x/d + 8.
+      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[i] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[i + 16] * id + 8.5f)));
+      y[b].qs[i] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* x, void* vy, int64_t k) {
+  assert(k % kQK32 == 0);
+  auto* y = static_cast<BlockQ4_1*>(vy);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    float lo = x[0], hi = x[0];
+    for (int i = 1; i < kQK32; ++i) {
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
+    }
+    const float d = (hi - lo) / 15.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    y[b].d = f32_to_f16(d);
+    y[b].m = f32_to_f16(lo);
+    for (int i = 0; i < kQK32 / 2; ++i) {
+      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((x[i] - lo) * id + 0.5f)));
+      const int q1 =
+          std::min(15, static_cast<int>(static_cast<int8_t>((x[i + 16] - lo) * id + 0.5f)));
+      y[b].qs[i] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void dequantize_row_q8_0(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ8_0*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
+  }
+}
+
+void dequantize_row_q8_1(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ8_1*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
+  }
+}
+
+void dequantize_row_q4_0(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ4_0*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK32 / 2; ++i) {
+      y[i] = static_cast<float>((x[b].qs[i] & 0xF) - 8) * d;
+      y[i + 16] = static_cast<float>((x[b].qs[i] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequantize_row_q4_1(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ4_1*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d), m = f16_to_f32(x[b].m);
+    for (int i = 0; i < kQK32 / 2; ++i) {
+      y[i] = static_cast<float>(x[b].qs[i] & 0xF) * d + m;
+      y[i + 16] = static_cast<float>(x[b].qs[i] >> 4) * d + m;
+    }
+  }
+}
+
+// ---- K-quants ------------------------------------------------------------------
+
+void quantize_row_q8_K(const float* x, void* vy, int64_t k) {
+  assert(k % kQKK == 0);
+  auto* y = static_cast<BlockQ8_K*>(vy);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    float amax;
+    const float max = signed_absmax(x, kQKK, &amax);
+    if (amax == 0.f) {
+      std::memset(&y[b], 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    const float iscale = -127.f / max;
+    for (int i = 0; i < kQKK; ++i)
+      y[b].qs[i] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[i])));
+    for (int j = 0; j < kQKK / 16; ++j) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
+      y[b].bsums[j] = static_cast<int16_t>(sum);
+    }
+    y[b].d = 1.f / iscale;
+  }
+}
+
+void dequantize_row_q8_K(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ8_K*>(vx);
+  for (int64_t b = 0; b < k / kQKK; ++b, y += kQKK)
+    for (int i = 0; i < kQKK; ++i) y[i] = x[b].d * x[b].qs[i];
+}
+
+void quantize_row_q4_K(const float* x, void* vy, int64_t k, const float* importance) {
+  assert(k % kQKK == 0);
+  auto* y = static_cast<BlockQ4_K*>(vy);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    uint8_t L[kQKK];
+    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 15, -1.f, 20, &y[b].d,
+                       &y[b].dmin, y[b].scales, L);
+    for (int c = 0; c < kQKK / 64; ++c)
+      for (int l = 0; l < 32; ++l)
+        y[b].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+  }
+}
+
+void quantize_row_q5_K(const float* x, void* vy, int64_t k, const float* importance) {
+  assert(k % kQKK == 0);
+  auto* y = static_cast<BlockQ5_K*>(vy);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    uint8_t L[kQKK];
+    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 31, -0.5f, 15, &y[b].d,
+                       &y[b].dmin, y[b].scales, L);
+    std::memset(y[b].qh, 0, sizeof y[b].qh);
+    for (int c = 0; c < kQKK / 64; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t a = L[64 * c + l], e = L[64 * c + 32 + l];
+        y[b].qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((e & 0xF) << 4));
+        y[b].qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((e >> 4) << (2 * c + 1)));
+      }
+    }
+  }
+}
+
+void quantize_row_q6_K(const float* x, void* vy, int64_t k, const float* importance) {
+  assert(k % kQKK == 0);
+  auto* y = static_cast<BlockQ6_K*>(vy);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    float w[kQKK], scales[16];
+    uint8_t L[kQKK];
+    k_weights(x, importance ? importance + b * kQKK : nullptr, w, 16, /*affine=*/false);
+    float max_scale = 0.f, max_abs = 0.f;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_symmetric(16, 32, x + 16 * j, w + 16 * j, L + 16 * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    std::memset(&y[b], 0, sizeof(BlockQ6_K));
+    if (max_abs < 1e-15f) continue;  // all zero
+    const float iscale = -128.f / max_scale;
+    y[b].d = f32_to_f16(1.f / iscale);
+    for (int j = 0; j < 16; ++j)
+      y[b].scales[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[j])));
+    const float d = f16_to_f32(y[b].d);
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * y[b].scales[j];
+      for (int i = 0; i < 16; ++i)
+        L[16 * j + i] = step == 0.f ? 32
+            : static_cast<uint8_t>(32 + std::clamp(nearest_int(x[16 * j + i] / step), -32, 31));
+    }
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* Lh = L + 128 * h;
+      uint8_t* ql = y[b].ql + 64 * h;
+      uint8_t* qh = y[b].qh + 32 * h;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+        ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+        qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                     ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+void dequantize_row_q4_K(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ4_K*>(vx);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
+    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
+      uint8_t sc0, m0, sc1, m1;
+      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
+      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
+      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
+      const uint8_t* q = x[b].qs + 32 * c;
+      for (int l = 0; l < 32; ++l) y[l] = d0 * (q[l] & 0xF) - o0;
+      for (int l = 0; l < 32; ++l) y[l + 32] = d1 * (q[l] >> 4) - o1;
+    }
+  }
+}
+
+void dequantize_row_q5_K(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ5_K*>(vx);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
+    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
+      uint8_t sc0, m0, sc1, m1;
+      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
+      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
+      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
+      const uint8_t* q = x[b].qs + 32 * c;
+      const uint8_t* qh = x[b].qh;
+      for (int l = 0; l < 32; ++l)
+        y[l] = d0 * ((q[l] & 0xF) + (((qh[l] >> (2 * c)) & 1) << 4)) - o0;
+      for (int l = 0; l < 32; ++l)
+        y[l + 32] = d1 * ((q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4)) - o1;
+    }
+  }
+}
+
+void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockQ6_K*>(vx);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    for (int h = 0; h < 2; ++h, y += 128) {
+      const uint8_t* ql = x[b].ql + 64 * h;
+      const uint8_t* qh = x[b].qh + 32 * h;
+      const int8_t* sc = x[b].scales + 8 * h;
+      for (int l = 0; l < 32; ++l) {
+        const int s = l / 16;
+        const int q0 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q1 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * sc[s] * q0;
+        y[l + 32] = d * sc[s + 2] * q1;
+        y[l + 64] = d * sc[s + 4] * q2;
+        y[l + 96] = d * sc[s + 6] * q3;
+      }
+    }
+  }
+}
+
+// ---- By type -------------------------------------------------------------------
+
+Status quantize_row(DType t, const float* x, void* y, int64_t k, const float* importance) {
+  DUET_TRY(row_bytes(t, k));
+  switch (t) {
+    case DType::Q8_0: quantize_row_q8_0(x, y, k); break;
+    case DType::Q8_1: quantize_row_q8_1(x, y, k); break;
+    case DType::Q4_0: quantize_row_q4_0(x, y, k); break;
+    case DType::Q4_1: quantize_row_q4_1(x, y, k); break;
+    case DType::Q8_K: quantize_row_q8_K(x, y, k); break;
+    case DType::Q4_K: quantize_row_q4_K(x, y, k, importance); break;
+    case DType::Q5_K: quantize_row_q5_K(x, y, k, importance); break;
+    case DType::Q6_K: quantize_row_q6_K(x, y, k, importance); break;
+    default: return err("cannot quantize to ", dtype_name(t));
+  }
+  return {};
+}
+
+Status dequantize_row(DType t, const void* x, float* y, int64_t k) {
+  DUET_TRY(row_bytes(t, k));
+  switch (t) {
+    case DType::Q8_0: dequantize_row_q8_0(x, y, k); break;
+    case DType::Q8_1: dequantize_row_q8_1(x, y, k); break;
+    case DType::Q4_0: dequantize_row_q4_0(x, y, k); break;
+    case DType::Q4_1: dequantize_row_q4_1(x, y, k); break;
+    case DType::Q8_K: dequantize_row_q8_K(x, y, k); break;
+    case DType::Q4_K: dequantize_row_q4_K(x, y, k); break;
+    case DType::Q5_K: dequantize_row_q5_K(x, y, k); break;
+    case DType::Q6_K: dequantize_row_q6_K(x, y, k); break;
+    default: return err("cannot dequantize ", dtype_name(t));
+  }
+  return {};
+}
+
+}  // namespace duet

@@ -1,0 +1,195 @@
+// AVX-512 VNNI kernels of the quantized types. vpdpbusd multiplies unsigned
+// by signed bytes and adds groups of four into int32 lanes; signed x signed
+// (Q8_0) takes |w| and moves w's sign onto x, which is exact because
+// activations never hold -128. The 4-bit weights are unsigned already; Q4_0's
+// offset of 8 comes off as 8 * sum(x). The K-quants use 512-bit vectors: one
+// 64-element chunk per vector, maddubs into int16 pairs, then vpdpwssd
+// multiplies by the 16-bit sub-block scales and accumulates in int32.
+// Float results agree with quant_scalar up to rounding, like the AVX2 ones.
+#include <immintrin.h>
+
+#include "core/quant_blocks.h"
+#include "kernels/quant_dot.h"
+#include "kernels/quant_simd.h"
+
+// GCC 12's AVX-512 headers build their "undefined" vectors by self-assignment,
+// which -Wall reports at every inlined use; nothing here reads such a value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace duet::quant_avx512 {
+namespace {
+
+using namespace quant_simd;
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+
+// sum over 32 bytes of w*x (w any int8, x in [-127, 127]) as 8 int32 lanes.
+inline __m256i dot_i8(__m256i w, __m256i x) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+}
+
+// 32 int16 lanes: bytes a (lanes 0-15) and b (16-31) widened.
+inline __m512i halves16(uint8_t a, uint8_t b) {
+  return _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_set1_epi8(static_cast<char>(b)),
+                                               _mm_set1_epi8(static_cast<char>(a))));
+}
+
+// 32 int16 lanes: a, a+1, a+2, a+3, each repeated 8 times.
+inline __m512i quarters16(uint8_t a) {
+  const int64_t rep = 0x0101010101010101LL;
+  return _mm512_cvtepu8_epi16(_mm256_setr_epi64x(a * rep, (a + 1) * rep, (a + 2) * rep, (a + 3) * rep));
+}
+
+// The 64 4-bit quants of a 32-byte run: low nibbles, then high nibbles.
+inline __m512i nibbles64(__m256i qs) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(qs, low4)),
+                            _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4), 1);
+}
+
+}  // namespace
+
+float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ8_0*>(vw);
+  const auto* x = static_cast<const BlockQ8_0*>(vx);
+  const int64_t nb = k / kQK32;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  auto block = [&](int64_t b, __m256 acc) {
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), acc);
+  };
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    acc0 = block(b, acc0);
+    acc1 = block(b + 1, acc1);
+  }
+  if (b < nb) acc0 = block(b, acc0);
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ4_0*>(vw);
+  const auto* x = static_cast<const BlockQ8_0*>(vx);
+  const int64_t nb = k / kQK32;
+  const __m256i eights = _mm256_set1_epi8(8);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  auto block = [&](int64_t b, __m256 acc) {
+    const __m256i q = unpack_nibbles(load128(w[b].qs));
+    const __m256i xq = load256(x[b].qs);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(zero, q, xq), _mm256_dpbusd_epi32(zero, eights, xq));
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
+  };
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    acc0 = block(b, acc0);
+    acc1 = block(b + 1, acc1);
+  }
+  if (b < nb) acc0 = block(b, acc0);
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ4_1*>(vw);
+  const auto* x = static_cast<const BlockQ8_1*>(vx);
+  __m256 acc = _mm256_setzero_ps();
+  float offsets = 0.f;
+  for (int64_t b = 0; b < k / kQK32; ++b) {
+    const __m256i q = unpack_nibbles(load128(w[b].qs));
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, load256(x[b].qs));
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
+    offsets += f16(w[b].m) * f16(x[b].s);
+  }
+  return hsum(acc) + offsets;
+}
+
+float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ4_K*>(vw);
+  const auto* x = static_cast<const BlockQ8_K*>(vx);
+  // Chunk c (64 elements) uses sub-block scales 2c (first 32) and 2c+1.
+  const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
+  float sum = 0.f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    uint64_t scales, mins;
+    k4_unpack(w[b].scales, &scales, &mins);
+    const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
+    __m512i isum = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m512i p = _mm512_maddubs_epi16(nibbles64(load256(w[b].qs + 32 * c)), load512(x[b].qs + 64 * c));
+      isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
+    }
+    const float d = x[b].d * f16(w[b].d);
+    const float dmin = x[b].d * f16(w[b].dmin);
+    sum += d * static_cast<float>(_mm512_reduce_add_epi32(isum)) -
+           dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
+  }
+  return sum;
+}
+
+float vec_dot_q5_K_q8_K(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ5_K*>(vw);
+  const auto* x = static_cast<const BlockQ8_K*>(vx);
+  const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  float sum = 0.f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    uint64_t scales, mins;
+    k4_unpack(w[b].scales, &scales, &mins);
+    const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
+    const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh));
+    __m512i isum = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      // Fifth bits: bit 2c of qh for the first 32 elements, 2c+1 for the
+      // next; shift each to bit 0 of its byte, then to bit 4.
+      const __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, pick[c]), 4), bit4);
+      const __m512i q = _mm512_or_si512(nibbles64(load256(w[b].qs + 32 * c)), h);
+      const __m512i p = _mm512_maddubs_epi16(q, load512(x[b].qs + 64 * c));
+      isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
+    }
+    const float d = x[b].d * f16(w[b].d);
+    const float dmin = x[b].d * f16(w[b].dmin);
+    sum += d * static_cast<float>(_mm512_reduce_add_epi32(isum)) -
+           dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
+  }
+  return sum;
+}
+
+float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ6_K*>(vw);
+  const auto* x = static_cast<const BlockQ8_K*>(vx);
+  // Per 128-element half: vector A holds elements 0-63, B 64-127. Their
+  // high 2 bits sit in qh at bits 0-1 / 2-3 (A) and 4-5 / 6-7 (B); these
+  // per-half shift counts bring them to bits 4-5.
+  const __m512i shl_a = halves16(4, 2), shr_b = halves16(0, 2);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  // Sub-block scales of A and B in each half: 8h..8h+3 and 8h+4..8h+7.
+  const __m512i pick[2][2] = {{quarters16(0), quarters16(4)}, {quarters16(8), quarters16(12)}};
+  float sum = 0.f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const __m512i sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(load128(w[b].scales)));
+    __m512i isum = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = load512(w[b].ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh + 32 * h));
+      const __m512i a = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                        _mm512_and_si512(_mm512_sllv_epi16(qh, shl_a), bits45));
+      const __m512i bq = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                         _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
+      const __m512i pa = _mm512_maddubs_epi16(a, load512(x[b].qs + 128 * h));
+      const __m512i pb = _mm512_maddubs_epi16(bq, load512(x[b].qs + 128 * h + 64));
+      isum = _mm512_dpwssd_epi32(isum, pa, _mm512_permutexvar_epi16(pick[h][0], sc16));
+      isum = _mm512_dpwssd_epi32(isum, pb, _mm512_permutexvar_epi16(pick[h][1], sc16));
+    }
+    // q6 - 32: subtract 32 * sum_j scale_j * bsum_j.
+    const int total = _mm512_reduce_add_epi32(isum) - 32 * q6_offset_sum(w[b].scales, x[b].bsums);
+    sum += (f16(w[b].d) * x[b].d) * static_cast<float>(total);
+  }
+  return sum;
+}
+
+}  // namespace duet::quant_avx512
