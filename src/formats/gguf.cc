@@ -374,9 +374,13 @@ class GgufReader {
   Result<size_t> tensor_bytes(const TensorView& t, size_t at) const {
     auto row = row_bytes(t.dtype, t.ne[0]);
     if (!row.ok()) return fail_at(at, "tensor '", t.name, "': ", row.error().message);
-    uint64_t total = *row;
+    // row_bytes itself does not check its multiply; redo it checked.
+    const DTypeTraits& tr = traits(t.dtype);
+    uint64_t total = 0;
+    bool fits = checked_mul(static_cast<uint64_t>(t.ne[0] / tr.block_elems),
+                            static_cast<uint64_t>(tr.block_bytes), &total);
     for (int d = 1; d < 4; ++d) {
-      if (!checked_mul(total, static_cast<uint64_t>(t.ne[d]), &total) ||
+      if (!fits || !checked_mul(total, static_cast<uint64_t>(t.ne[d]), &total) ||
           total > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return fail_at(at, "tensor '", t.name, "': shape ", t.ne[0], " x ", t.ne[1], " x ",
                        t.ne[2], " x ", t.ne[3], " overflows when multiplied");

@@ -113,10 +113,13 @@ Status GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<
     if (ne[d] <= 0) return err("tensor '", name, "': dimension ", d, " is ", ne[d]);
   auto row = row_bytes(dtype, ne[0]);
   if (!row.ok()) return err("tensor '", name, "': ", row.error().message);
-  uint64_t expected = *row;
-  for (size_t d = 1; d < ne.size(); ++d)
-    if (!checked_mul(expected, static_cast<uint64_t>(ne[d]), &expected))
-      return err("tensor '", name, "': shape overflows");
+  const DTypeTraits& tr = traits(dtype);
+  uint64_t expected = 0;
+  bool fits = checked_mul(static_cast<uint64_t>(ne[0] / tr.block_elems),
+                          static_cast<uint64_t>(tr.block_bytes), &expected);
+  for (size_t d = 1; d < ne.size() && fits; ++d)
+    fits = checked_mul(expected, static_cast<uint64_t>(ne[d]), &expected);
+  if (!fits) return err("tensor '", name, "': shape overflows");
   if (expected != nbytes)
     return err("tensor '", name, "': shape needs ", expected, " bytes of ", dtype_name(dtype),
                " but ", nbytes, " were given");
