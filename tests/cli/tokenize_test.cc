@@ -1,0 +1,95 @@
+// `duet tokenize`: ids, pieces, text from files and stdin, --jsonl, errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "formats/gguf.h"
+#include "test_util.h"
+
+namespace duet {
+namespace {
+
+using testing::run_command;
+
+std::string duet_tokenize(const std::string& args) {
+  return testing::duet_binary() + " tokenize -m " +
+         testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf") + " " + args;
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+TEST(TokenizeCommand, PrintsIds) {
+  auto r = run_command(duet_tokenize("'Hello world'"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "1 15043 3186\n");
+  r = run_command(duet_tokenize("--no-bos 'Hello world'"));
+  EXPECT_EQ(r.output, "15043 3186\n");
+  r = run_command(duet_tokenize("''"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "1\n");
+}
+
+TEST(TokenizeCommand, Pieces) {
+  const auto r = run_command(duet_tokenize("--pieces 'Hi\n'"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "1 '<s>'\n6324 '\xE2\x96\x81Hi'\n13 '<0x0A>'\n");
+}
+
+TEST(TokenizeCommand, ParseSpecial) {
+  EXPECT_EQ(run_command(duet_tokenize("--no-bos --parse-special '<s>hello</s>'")).output, "1 22172 2\n");
+  EXPECT_EQ(run_command(duet_tokenize("--no-bos '</s>'")).output, "1533 29879 29958\n");
+}
+
+TEST(TokenizeCommand, ReadsFilesAndStdin) {
+  testing::TempDir dir;
+  write_file(dir.file("in.txt"), "Hello world\n");
+  auto r = run_command(duet_tokenize("-f " + dir.file("in.txt")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "1 15043 3186 13\n");
+  r = run_command("printf 'Hello world' | " + duet_tokenize("--no-bos -f -"));
+  EXPECT_EQ(r.output, "15043 3186\n");
+}
+
+TEST(TokenizeCommand, JsonLines) {
+  testing::TempDir dir;
+  write_file(dir.file("in.jsonl"), "\"Hello world\"\n\"\"\n\"a\\nb \\ud83e\\udd99\"\n");
+  const auto r = run_command(duet_tokenize("--jsonl --no-bos -f " + dir.file("in.jsonl")));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "{\"ids\":[15043,3186],\"text\":\"Hello world\"}\n"
+            "{\"ids\":[],\"text\":\"\"}\n"
+            "{\"ids\":[263,13,29890,29871,243,162,169,156],\"text\":\"a\\nb \xF0\x9F\xA6\x99\"}\n");
+}
+
+TEST(TokenizeCommand, Errors) {
+  testing::TempDir dir;
+  write_file(dir.file("bad.jsonl"), "\"ok\"\nnot json\n");
+  auto r = run_command(duet_tokenize("--jsonl -f " + dir.file("bad.jsonl")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("line 2 is not a JSON string"), std::string::npos) << r.output;
+
+  r = run_command(duet_tokenize(""));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no text"), std::string::npos) << r.output;
+
+  r = run_command(duet_tokenize("hi -f " + dir.file("bad.jsonl")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("not both"), std::string::npos) << r.output;
+
+  r = run_command(duet_tokenize("-f " + dir.file("missing.txt")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing.txt"), std::string::npos) << r.output;
+
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::of_string("wordpiece"));
+  w.set("tokenizer.ggml.tokens", GgufValue::of_strings({"a"}));
+  ASSERT_TRUE(w.write(dir.file("wp.gguf")).ok());
+  r = run_command(testing::duet_binary() + " tokenize -m " + dir.file("wp.gguf") + " hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("tokenizer.ggml.model 'wordpiece'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace duet

@@ -1,0 +1,336 @@
+// SentencePiece BPE: llama.cpp's test vectors and llama-tokenizer-js's cases on
+// the Llama 2 vocab, cases whose expected ids come from python3-sentencepiece,
+// and small hand-made vocabularies for the rules the big ones never exercise.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "formats/gguf.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace duet {
+namespace {
+
+using testing::shared_path;
+using Ids = std::vector<int32_t>;
+
+std::unique_ptr<Tokenizer> load(const std::string& path) {
+  auto f = GgufFile::open(path);
+  EXPECT_TRUE(f.ok()) << f.error().message;
+  if (!f) return nullptr;
+  auto t = Tokenizer::from_gguf(*f);
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  return t ? std::move(*t) : nullptr;
+}
+
+const Tokenizer& llama() {
+  static const std::unique_ptr<Tokenizer> t =
+      load(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
+  return *t;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SpmTokenizer, LoadsLlamaVocab) {
+  const Tokenizer& t = llama();
+  EXPECT_EQ(t.n_vocab(), 32000);
+  EXPECT_EQ(t.bos_id(), 1);
+  EXPECT_EQ(t.eos_id(), 2);
+  EXPECT_EQ(t.unk_id(), 0);
+  EXPECT_TRUE(t.add_bos_default());
+  EXPECT_TRUE(t.strips_leading_space());
+  EXPECT_EQ(t.token_type(1), TokenType::kControl);
+  EXPECT_EQ(t.token_type(13), TokenType::kByte);
+  EXPECT_TRUE(t.is_end_of_generation(2));
+  EXPECT_FALSE(t.is_end_of_generation(1));
+}
+
+// llama.cpp's test-tokenizer-0 vectors: every string must give exactly the
+// listed ids (no BOS).
+TEST(SpmTokenizer, LlamaCppVectors) {
+  const std::string base = shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf");
+  const std::string inp = read_file(base + ".inp");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (size_t pos = 0; pos < inp.size();) {
+    const size_t end = inp.find(sep, pos);
+    ASSERT_NE(end, std::string::npos) << "unterminated test string at byte " << pos;
+    texts.push_back(inp.substr(pos, end - pos));
+    pos = end + sep.size();
+  }
+  std::istringstream out(read_file(base + ".out"));
+  std::vector<Ids> expected;
+  for (std::string line; std::getline(out, line);) {
+    Ids ids;
+    std::istringstream ls(line);
+    for (int32_t id; ls >> id;) ids.push_back(id);
+    expected.push_back(ids);
+  }
+  ASSERT_GT(texts.size(), 30u);
+  ASSERT_EQ(texts.size(), expected.size());
+  for (size_t i = 0; i < texts.size(); ++i)
+    EXPECT_EQ(llama().encode(texts[i], false), expected[i]) << "string " << i << ": '" << texts[i] << "'";
+}
+
+// llama-tokenizer-js's cases: encode with BOS, and decode with/without the
+// dummy-prefix space (the cases that render BOS as "<s>" are that library's
+// own convention and are left out).
+TEST(SpmTokenizer, LlamaTokenizerJsCases) {
+  const auto j = nlohmann::json::parse(read_file(shared_path("tokenizers/llama2/llama-tokenizer-js_tests.json")));
+  size_t n_encode = 0, n_decode = 0;
+  for (const auto& c : j.at("encode")) {
+    const std::string text = c.at("text");
+    const Ids want = c.at("ids");
+    EXPECT_EQ(llama().encode(text, true), want) << text;
+    EXPECT_EQ(llama().decode(want), text);
+    ++n_encode;
+  }
+  for (const auto& c : j.at("decode")) {
+    const Ids ids = c.at("ids");
+    const bool bos_is_special = c.at("add_bos_token");
+    if (!ids.empty() && ids[0] == llama().bos_id() && !bos_is_special) continue;
+    StreamDetokenizer d(llama(), /*first_is_start=*/c.at("add_preceding_space"));
+    std::string got;
+    for (int32_t id : ids) got += d.push(id);
+    got += d.flush();
+    EXPECT_EQ(got, c.at("expected").get<std::string>()) << c.dump();
+    ++n_decode;
+  }
+  EXPECT_EQ(n_encode, 12u);
+  EXPECT_EQ(n_decode, 6u);
+}
+
+TEST(SpmTokenizer, EmptyText) {
+  EXPECT_EQ(llama().encode("", false), Ids{});
+  EXPECT_EQ(llama().encode("", true), Ids{1});
+  EXPECT_EQ(llama().decode({}), "");
+  EXPECT_EQ(llama().decode({1}), "");
+}
+
+TEST(SpmTokenizer, RoundTrips) {
+  for (const std::string& s : std::vector<std::string>{"Hello world", " leading space", "trailing  ", "  two", "\n\nnew\nlines\n", "\ttab", "你好，世界",
+        "日本語のテキスト", "🦙 llamas 🐪", "👨‍👩‍👧‍👦", "Crème brûlée", "e\u0301", "<s> not special </s>",
+        "def f(x):\n    return x\n", "\xEF\xBF\xBD", std::string(300, ' '), std::string("nul\0in", 6)}) {
+    EXPECT_EQ(llama().decode(llama().encode(s, true)), s) << s;
+    EXPECT_EQ(llama().decode(llama().encode(s, false)), s) << s;
+  }
+}
+
+// Expected ids and texts below were produced by python3-sentencepiece 0.1.97
+// with the Llama 2 tokenizer.model.
+TEST(SpmTokenizer, InvalidUtf8BecomesReplacementCharacters) {
+  // Each byte that starts no valid character is one U+FFFD (id 30140 '�').
+  EXPECT_EQ(llama().encode("a\xFF" "b", false), (Ids{263, 30140, 29890}));
+  EXPECT_EQ(llama().encode("\xE4\xB8", false), (Ids{29871, 26308}));              // '▁', '��'
+  EXPECT_EQ(llama().encode("\xED\xA0\x80", false), (Ids{29871, 26308, 30140}));  // surrogate
+  EXPECT_EQ(llama().encode("\xC0\x80", false), (Ids{29871, 26308}));             // overlong
+  EXPECT_EQ(llama().encode("\xF4\x90\x80\x80", false), (Ids{29871, 26308, 26308}));
+}
+
+TEST(SpmTokenizer, DecodeLikeSentencePiece) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(llama().decode({1, 15043}), "Hello");
+  EXPECT_EQ(llama().decode({15043, 29871, 259}), "Hello   ");
+  EXPECT_EQ(llama().decode({259, 15043}), "  Hello");
+  EXPECT_EQ(llama().decode({13, 15043}), "\n Hello");       // a byte token ends the start
+  EXPECT_EQ(llama().decode({29871, 15043}), " Hello");      // only the first piece loses its space
+  EXPECT_EQ(llama().decode({1, 2, 15043}), "Hello");        // control tokens don't count
+  EXPECT_EQ(llama().decode({0, 15043}), " \xE2\x81\x87  Hello");  // <unk> is " ⁇ "
+  EXPECT_EQ(llama().decode({243, 162}), fffd + fffd);     // truncated 4-byte character
+  EXPECT_EQ(llama().decode({243, 162, 15043}), fffd + fffd + " Hello");
+  EXPECT_EQ(llama().decode({231, 187, 100}), fffd + fffd + "a");
+  EXPECT_EQ(llama().decode({-1, 32000, 15043}), "Hello");  // ids outside the vocab are dropped
+}
+
+TEST(SpmTokenizer, ParseSpecial) {
+  // Without parse_special "<s>" is plain text.
+  EXPECT_EQ(llama().encode("<s>hello</s>", false), (Ids{529, 29879, 29958, 12199, 829, 29879, 29958}));
+  // With it, control texts become their ids, and the text after one gets the
+  // dummy prefix again (llama.cpp).
+  EXPECT_EQ(llama().encode("<s>hello</s>", false, true), (Ids{1, 22172, 2}));
+  EXPECT_EQ(llama().encode("hello</s>hello", true, true), (Ids{1, 22172, 2, 22172}));
+  EXPECT_EQ(llama().encode("</s>", false, true), (Ids{2}));
+}
+
+// ---- Hand-made vocabularies -------------------------------------------------
+
+struct Piece {
+  std::string text;
+  float score;
+  TokenType type;
+};
+
+std::unique_ptr<Tokenizer> vocab(const testing::TempDir& dir, const std::vector<Piece>& pieces,
+                                 bool byte_tokens) {
+  std::vector<std::string> texts;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  for (const Piece& p : pieces) {
+    texts.push_back(p.text);
+    scores.push_back(p.score);
+    types.push_back(static_cast<int32_t>(p.type));
+  }
+  if (byte_tokens) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      texts.push_back(name);
+      scores.push_back(0);
+      types.push_back(static_cast<int32_t>(TokenType::kByte));
+    }
+  }
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::of_string("llama"));
+  w.set("tokenizer.ggml.tokens", GgufValue::of_strings(texts));
+  w.set("tokenizer.ggml.scores", GgufValue::of_f32s(scores));
+  w.set("tokenizer.ggml.token_type", GgufValue::of_i32s(types));
+  const std::string path = dir.file("vocab.gguf");
+  const Status s = w.write(path);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return load(path);
+}
+
+const std::vector<Piece> kSmall = {
+    {"<unk>", 0, TokenType::kUnknown}, {"<s>", 0, TokenType::kControl}, {"</s>", 0, TokenType::kControl},
+    {"\xE2\x96\x81", 0, TokenType::kNormal}, {"a", 0, TokenType::kNormal}, {"b", 0, TokenType::kNormal},
+    {"c", 0, TokenType::kNormal}, {"ab", 10, TokenType::kUnused}, {"abc", 5, TokenType::kNormal},
+    {"\xE2\x96\x81" "a", 1, TokenType::kNormal}, {"<b>", 0, TokenType::kUserDefined},
+};
+
+// Expected ids checked with python3-sentencepiece on the same pieces (byte
+// fallback off): UNUSED pieces take part in merges, then are split back.
+TEST(SpmTokenizer, UnusedPiecesMergeThenSplit) {
+  testing::TempDir dir;
+  auto t = vocab(dir, kSmall, false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("abc", false), (Ids{3, 8}));     // '▁', 'abc' via the unused 'ab'
+  EXPECT_EQ(t->encode("ab", false), (Ids{3, 4, 5}));   // '▁', 'a', 'b'
+  EXPECT_EQ(t->encode("a b", false), (Ids{9, 3, 5}));  // '▁a', '▁', 'b'
+}
+
+TEST(SpmTokenizer, UnknownRunsBecomeOneUnkWithoutByteTokens) {
+  testing::TempDir dir;
+  auto t = vocab(dir, kSmall, false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("xyz", false), (Ids{3, 0}));
+  EXPECT_EQ(t->encode("axyzb", false), (Ids{9, 0, 5}));
+  EXPECT_EQ(t->decode({0, 0, 4}), " \xE2\x81\x87  \xE2\x81\x87 a");
+}
+
+TEST(SpmTokenizer, ByteFallback) {
+  testing::TempDir dir;
+  auto t = vocab(dir, kSmall, true);
+  ASSERT_TRUE(t);
+  const int32_t byte0 = static_cast<int32_t>(kSmall.size());
+  EXPECT_EQ(t->encode("x\xC3\xA9", false), (Ids{3, byte0 + 'x', byte0 + 0xC3, byte0 + 0xA9}));
+  EXPECT_EQ(t->decode(t->encode("x\xC3\xA9", false)), "x\xC3\xA9");
+  // "<0x41>" in the text is text, not the byte token.
+  EXPECT_EQ(t->encode("<0x41>", false).size(), 7u);
+}
+
+TEST(SpmTokenizer, UserDefinedTokensAreAlwaysMatched) {
+  testing::TempDir dir;
+  auto t = vocab(dir, kSmall, false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("a<b>c", false), (Ids{9, 10, 3, 6}));
+  EXPECT_EQ(t->encode("<s>", false, false), (Ids{3, 0}));
+  EXPECT_EQ(t->encode("<s>", false, true), (Ids{1}));
+}
+
+// Ties in score go to the leftmost pair: "aaa" merges its first two.
+TEST(SpmTokenizer, TiesGoLeftmost) {
+  testing::TempDir dir;
+  auto t = vocab(dir,
+                 {{"<unk>", 0, TokenType::kUnknown}, {"a", 0, TokenType::kNormal},
+                  {"aa", 1, TokenType::kNormal}, {"\xE2\x96\x81", 0, TokenType::kNormal}},
+                 false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("aaa", false), (Ids{3, 2, 1}));
+}
+
+// ---- Loading errors ---------------------------------------------------------
+
+std::string load_error(const testing::TempDir& dir, const GgufWriter& w) {
+  const std::string path = dir.file("bad.gguf");
+  const Status s = w.write(path);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  auto f = GgufFile::open(path);
+  EXPECT_TRUE(f.ok()) << f.error().message;
+  if (!f) return "";
+  auto t = Tokenizer::from_gguf(*f);
+  EXPECT_FALSE(t.ok());
+  return t ? "" : t.error().message;
+}
+
+GgufWriter minimal() {
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", GgufValue::of_string("llama"));
+  w.set("tokenizer.ggml.tokens", GgufValue::of_strings({"<unk>", "<s>", "</s>", "a"}));
+  return w;
+}
+
+TEST(SpmTokenizer, MinimalVocabLoads) {
+  testing::TempDir dir;
+  const std::string path = dir.file("min.gguf");
+  ASSERT_TRUE(minimal().write(path).ok());
+  auto f = GgufFile::open(path);
+  ASSERT_TRUE(f.ok());
+  auto t = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ((*t)->encode("a", true), (Ids{1, 0, 3}));  // no '▁' piece: UNK, then 'a'
+}
+
+TEST(SpmTokenizer, RejectsBadVocabularies) {
+  testing::TempDir dir;
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.model", GgufValue::of_string("wordpiece"));
+    EXPECT_NE(load_error(dir, w).find("'wordpiece'"), std::string::npos);
+  }
+  {
+    GgufWriter w;
+    w.set("tokenizer.ggml.tokens", GgufValue::of_strings({"a"}));
+    EXPECT_NE(load_error(dir, w).find("tokenizer.ggml.model"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.scores", GgufValue::of_f32s({0, 0}));
+    EXPECT_NE(load_error(dir, w).find("tokenizer.ggml.scores has 2"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.token_type", GgufValue::of_i32s({2, 3, 3, 9}));
+    EXPECT_NE(load_error(dir, w).find("token_type[3] = 9"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.token_type", GgufValue::of_i32s({2, 3, 3, 6}));
+    EXPECT_NE(load_error(dir, w).find("byte token 3 is 'a'"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.bos_token_id", GgufValue::of_u32(4));
+    EXPECT_NE(load_error(dir, w).find("bos_token_id = 4"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.tokens", GgufValue::of_strings({}));
+    EXPECT_NE(load_error(dir, w).find("empty"), std::string::npos);
+  }
+  {
+    GgufWriter w = minimal();
+    w.set("tokenizer.ggml.add_bos_token", GgufValue::of_u32(1));
+    EXPECT_NE(load_error(dir, w).find("add_bos_token"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace duet
