@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "formats/gguf.h"
+#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 
 namespace duet {
@@ -16,6 +17,7 @@ struct TokenizerKind {
 
 constexpr TokenizerKind kKinds[] = {
     {"llama", &SpmTokenizer::from_gguf},
+    {"gpt2", &BpeTokenizer::from_gguf},
 };
 
 }  // namespace
