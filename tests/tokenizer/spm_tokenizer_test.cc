@@ -5,11 +5,13 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "formats/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace duet {
 namespace {
@@ -121,6 +123,26 @@ TEST(SpmTokenizer, RoundTrips) {
         "def f(x):\n    return x\n", "\xEF\xBF\xBD", std::string(300, ' '), std::string("nul\0in", 6)}) {
     EXPECT_EQ(llama().decode(llama().encode(s, true)), s) << s;
     EXPECT_EQ(llama().decode(llama().encode(s, false)), s) << s;
+  }
+}
+
+// Arbitrary bytes: encoding never fails, ids are in range, and decoding gives
+// the text back with each invalid byte as U+FFFD and '▁' as a space.
+TEST(SpmTokenizer, RandomBytesRoundTripAfterSanitizing) {
+  std::mt19937 rng(11);
+  const std::string alphabet = "ab \n\t\xE4\xB8\xAD\xF0\x9F\xA6\x99\xE2\x96\x81\xFF\xC3<s>";
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string s;
+    const int n = trial % 40;
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 4 == 0) s += static_cast<char>(rng() % 256);
+      else s += alphabet[rng() % alphabet.size()];
+    }
+    const Ids ids = llama().encode(s, trial % 2 == 0);
+    for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < llama().n_vocab());
+    std::string want = utf8::sanitize(s);
+    for (size_t p; (p = want.find("\xE2\x96\x81")) != std::string::npos;) want.replace(p, 3, " ");
+    EXPECT_EQ(llama().decode(ids), want) << "trial " << trial;
   }
 }
 
