@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/quant_blocks.h"
 #include "kernels/quant.h"
 #include "kernels/quant_kernels.h"
+#include "test_util.h"
 
 namespace duet {
 namespace {
@@ -524,6 +526,57 @@ TEST(QuantKnownAnswer, Q4_0DotQ8_0) {
   for (CpuLevel level : runnable_levels())
     EXPECT_EQ(quant_type_kernels(DType::Q4_0, level)->vec_dot(32, &w, &x), want)
         << cpu_level_name(level);
+}
+
+// ---- Independent decoder ---------------------------------------------------------------
+
+// tests/reference/quant_numpy.py decodes blocks from the layout description
+// alone; it must give the same float bits as dequantize_row, on random
+// blocks and on blocks from the quantizers.
+TEST(QuantReference, NumpyDequantizerAgreesBitForBit) {
+  testing::TempDir dir;
+  Rng rng(2024);
+  struct Case {
+    DType t;
+    std::string name;
+    Bytes blocks;
+  };
+  std::vector<Case> cases;
+  std::string cmd = "/usr/bin/python3 " DUET_SOURCE_DIR "/tests/reference/quant_numpy.py";
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q8_K, DType::Q4_K, DType::Q5_K,
+                  DType::Q6_K}) {
+    const int nb = 9;
+    const int64_t k = nb * block_elems(t);
+    Case c{t, std::string(dtype_name(t)),
+           t == DType::Q8_K ? random_activations(t, nb, rng, false)
+                            : random_weights(t, nb, rng, false)};
+    Bytes quantized(bytes_of(t, k));
+    const std::vector<float> x = gaussian(k, 11);
+    ASSERT_TRUE(quantize_row(t, x.data(), quantized.data(), k).ok());
+    c.blocks.insert(c.blocks.end(), quantized.begin(), quantized.end());
+    for (char& ch : c.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    std::ofstream(dir.file(c.name + ".bin"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(c.blocks.data()),
+               static_cast<std::streamsize>(c.blocks.size()));
+    cmd += " " + c.name + " " + dir.file(c.name + ".bin") + " " + dir.file(c.name + ".f32");
+    cases.push_back(std::move(c));
+  }
+  const auto r = testing::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  for (const Case& c : cases) {
+    const int64_t n = static_cast<int64_t>(c.blocks.size() / traits(c.t).block_bytes) *
+                      block_elems(c.t);
+    std::vector<uint32_t> theirs(n), ours(n);
+    std::ifstream f(dir.file(c.name + ".f32"), std::ios::binary);
+    f.read(reinterpret_cast<char*>(theirs.data()), static_cast<std::streamsize>(n * 4));
+    ASSERT_EQ(f.gcount(), n * 4) << c.name;
+    const std::vector<float> y = dequant(c.t, c.blocks, n);
+    std::memcpy(ours.data(), y.data(), n * 4);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(ours[i], theirs[i]) << c.name << " element " << i << ": " << y[i] << " vs "
+                                    << bits_to_f32(theirs[i]);
+  }
 }
 
 }  // namespace

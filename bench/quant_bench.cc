@@ -1,0 +1,64 @@
+// vec_dot of the quantized types over a 5632 x 2048 weight matrix (the FFN
+// up projection of a 1.1B Llama), one activation row, one thread: the decode
+// inner loop. Reports weight bytes per second per type and CPU level.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/half.h"
+#include "kernels/quant.h"
+#include "kernels/quant_kernels.h"
+
+namespace duet {
+namespace {
+
+constexpr int64_t kRows = 5632, kCols = 2048;
+
+// Random quants with sane scales; the kernels' speed does not depend on values.
+std::vector<uint8_t> random_matrix(DType t) {
+  const size_t row = *row_bytes(t, kCols);
+  std::vector<uint8_t> m(row * kRows);
+  std::mt19937 gen(1);
+  for (auto& b : m) b = static_cast<uint8_t>(gen());
+  const size_t bb = traits(t).block_bytes;
+  const uint16_t d = f32_to_f16(0.01f);
+  const size_t d_at = t == DType::Q6_K ? 208 : 0;
+  for (size_t off = 0; off < m.size(); off += bb) std::memcpy(&m[off + d_at], &d, 2);
+  return m;
+}
+
+void BM_VecDot(benchmark::State& state, DType t, CpuLevel level) {
+  const TypeKernels* tk = quant_type_kernels(t, level);
+  const std::vector<uint8_t> w = random_matrix(t);
+  const size_t row = *row_bytes(t, kCols);
+  std::vector<float> xf(kCols);
+  std::mt19937 gen(2);
+  std::normal_distribution<float> nd;
+  for (auto& v : xf) v = nd(gen);
+  std::vector<uint8_t> xq(*row_bytes(tk->vec_dot_type, kCols));
+  tk->from_float(xf.data(), xq.data(), kCols);
+  for (auto _ : state) {
+    float sum = 0.f;
+    for (int64_t r = 0; r < kRows; ++r) sum += tk->vec_dot(kCols, w.data() + r * row, xq.data());
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+}
+
+const bool registered = [] {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512})
+      if (l <= cpu_features().best_level())
+        benchmark::RegisterBenchmark(
+            ("vec_dot/" + std::string(dtype_name(t)) + "/" + std::string(cpu_level_name(l))).c_str(),
+            BM_VecDot, t, l)
+            ->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
+}  // namespace
+}  // namespace duet
