@@ -24,10 +24,16 @@ std::vector<uint8_t> random_matrix(DType t) {
   std::vector<uint8_t> m(row * kRows);
   std::mt19937 gen(1);
   for (auto& b : m) b = static_cast<uint8_t>(gen());
+  // Every f16 field (d, and dmin or m where the type has one) set to 0.01:
+  // random bits would include NaNs and subnormals.
   const size_t bb = traits(t).block_bytes;
   const uint16_t d = f32_to_f16(0.01f);
+  const bool two = t == DType::Q4_1 || t == DType::Q4_K || t == DType::Q5_K;
   const size_t d_at = t == DType::Q6_K ? 208 : 0;
-  for (size_t off = 0; off < m.size(); off += bb) std::memcpy(&m[off + d_at], &d, 2);
+  for (size_t off = 0; off < m.size(); off += bb) {
+    std::memcpy(&m[off + d_at], &d, 2);
+    if (two) std::memcpy(&m[off + 2], &d, 2);
+  }
   return m;
 }
 

@@ -8,6 +8,8 @@
 // Float results agree with quant_scalar up to rounding, like the AVX2 ones.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "core/quant_blocks.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_simd.h"
@@ -43,6 +45,43 @@ inline __m512i quarters16(uint8_t a) {
   return _mm512_cvtepu8_epi16(_mm256_setr_epi64x(a * rep, (a + 1) * rep, (a + 2) * rep, (a + 3) * rep));
 }
 
+// The f16 field at `first` and at the same place in the next 7 blocks of
+// type Block, as floats.
+template <class Block>
+inline __m256 scales8(const uint16_t* first) {
+  const auto* p = reinterpret_cast<const uint8_t*>(first);
+  auto at = [&](int i) {
+    uint16_t h;
+    std::memcpy(&h, p + i * sizeof(Block), 2);
+    return static_cast<short>(h);
+  };
+  return _mm256_cvtph_ps(_mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)));
+}
+
+// Two blocks' 32 bytes in one vector.
+inline __m512i pair512(const int8_t* a, const int8_t* b) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(load256(a)), load256(b), 1);
+}
+
+// Two Q4_0/Q4_1 blocks' 16 nibble bytes as 64 quants: a's low nibbles, a's
+// high nibbles, then b's.
+inline __m512i nibble_pair512(const uint8_t* a, const uint8_t* b) {
+  const __m512i twice = _mm512_inserti64x4(
+      _mm512_zextsi256_si512(_mm256_broadcastsi128_si256(load128(a))),
+      _mm256_broadcastsi128_si256(load128(b)), 1);
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
+                                           0x0004000400040004LL, 0x0004000400040004LL);
+  return _mm512_and_si512(_mm512_srlv_epi16(twice, shifts), _mm512_set1_epi8(0x0F));
+}
+
+// Lane indices putting lane i of a vector in lanes 0-7 and lane i+1 in 8-15.
+inline __m512i pair_lanes(int i) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_set1_epi32(i)), _mm256_set1_epi32(i + 1), 1);
+}
+
+// Lane i of v in all lanes.
+inline __m256 lane(__m256 v, int i) { return _mm256_permutexvar_ps(_mm256_set1_epi32(i), v); }
+
 // The 64 4-bit quants of a 32-byte run: low nibbles, then high nibbles.
 inline __m512i nibbles64(__m256i qs) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -52,60 +91,94 @@ inline __m512i nibbles64(__m256i qs) {
 
 }  // namespace
 
+// The 32-element types run 8 blocks at a time: their 16 f16 scales are
+// gathered and multiplied as vectors, and each block's 8 int32 lane sums
+// meet their scale with one multiply-add.
 float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ8_0*>(vw);
   const auto* x = static_cast<const BlockQ8_0*>(vx);
   const int64_t nb = k / kQK32;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256 acc) {
-    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), acc);
-  };
+  // Two blocks per 512-bit vector. There is no 512-bit sign-byte op, so w
+  // goes unsigned as w + 128 (xor 0x80) and 128 * sum(x) comes off.
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
+  // One accumulator per pair of the 8-block step: independent FMA chains.
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    acc0 = block(b, acc0);
-    acc1 = block(b + 1, acc1);
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 d = _mm256_mul_ps(scales8<BlockQ8_0>(&w[b].d), scales8<BlockQ8_0>(&x[b].d));
+    const __m512 d2 = _mm512_castps256_ps512(d);
+    for (int i = 0; i < 8; i += 2) {
+      const __m512i wq = pair512(w[b + i].qs, w[b + i + 1].qs);
+      const __m512i xq = pair512(x[b + i].qs, x[b + i + 1].qs);
+      const __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, _mm512_xor_si512(wq, flip), xq),
+                                         _mm512_dpbusd_epi32(zero, flip, xq));
+      acc[i / 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes(i), d2), _mm512_cvtepi32_ps(s), acc[i / 2]);
+    }
   }
-  if (b < nb) acc0 = block(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
+  __m256 tail = _mm256_setzero_ps();
+  for (; b < nb; ++b) {
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    tail = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), tail);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]))) +
+         hsum(tail);
 }
 
 float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ4_0*>(vw);
   const auto* x = static_cast<const BlockQ8_0*>(vx);
   const int64_t nb = k / kQK32;
-  const __m256i eights = _mm256_set1_epi8(8);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256 acc) {
+  const __m512i eights = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
+  // One accumulator per pair of the 8-block step: independent FMA chains.
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 d = _mm256_mul_ps(scales8<BlockQ4_0>(&w[b].d), scales8<BlockQ8_0>(&x[b].d));
+    const __m512 d2 = _mm512_castps256_ps512(d);
+    for (int i = 0; i < 8; i += 2) {
+      const __m512i q = nibble_pair512(w[b + i].qs, w[b + i + 1].qs);
+      const __m512i xq = pair512(x[b + i].qs, x[b + i + 1].qs);
+      const __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, xq),
+                                         _mm512_dpbusd_epi32(zero, eights, xq));
+      acc[i / 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes(i), d2), _mm512_cvtepi32_ps(s), acc[i / 2]);
+    }
+  }
+  __m256 tail = _mm256_setzero_ps();
+  for (; b < nb; ++b) {
     const __m256i q = unpack_nibbles(load128(w[b].qs));
     const __m256i xq = load256(x[b].qs);
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(zero, q, xq), _mm256_dpbusd_epi32(zero, eights, xq));
-    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
-  };
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    acc0 = block(b, acc0);
-    acc1 = block(b + 1, acc1);
+    const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, xq),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), xq));
+    tail = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(s), tail);
   }
-  if (b < nb) acc0 = block(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]))) +
+         hsum(tail);
 }
 
 float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ4_1*>(vw);
   const auto* x = static_cast<const BlockQ8_1*>(vx);
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.f;
-  for (int64_t b = 0; b < k / kQK32; ++b) {
-    const __m256i q = unpack_nibbles(load128(w[b].qs));
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, load256(x[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
-    offsets += f16(w[b].m) * f16(x[b].s);
+  const int64_t nb = k / kQK32;
+  auto block = [&](int64_t i) {
+    const __m256i q = unpack_nibbles(load128(w[i].qs));
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, load256(x[i].qs));
+  };
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 offsets = _mm256_setzero_ps();  // sum m * s, one block per lane
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 d = _mm256_mul_ps(scales8<BlockQ4_1>(&w[b].d), scales8<BlockQ8_1>(&x[b].d));
+    offsets = _mm256_fmadd_ps(scales8<BlockQ4_1>(&w[b].m), scales8<BlockQ8_1>(&x[b].s), offsets);
+    for (int i = 0; i < 8; ++i)
+      acc[i & 1] = _mm256_fmadd_ps(lane(d, i), _mm256_cvtepi32_ps(block(b + i)), acc[i & 1]);
   }
-  return hsum(acc) + offsets;
+  float tail_offsets = 0.f;
+  for (; b < nb; ++b) {
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    acc[0] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(block(b)), acc[0]);
+    tail_offsets += f16(w[b].m) * f16(x[b].s);
+  }
+  return hsum(_mm256_add_ps(acc[0], acc[1])) + hsum(offsets) + tail_offsets;
 }
 
 float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
