@@ -65,6 +65,33 @@ TEST(Convert, SpmVocabOnly) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }
 
+// Export version 2 (Q8_0, group size 4) is dequantized to an F32 GGUF.
+TEST(Convert, Llama2cQ8Checkpoint) {
+  TempDir dir;
+  const std::string out = dir.file("q8.gguf");
+  const auto r = convert("--from llama2c --model " + shared_path("models/stories260K/stories260K_q8.bin") +
+                         " --tokenizer " + shared_path("models/stories260K/tok512.bin") + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto g = GgufFile::open(out);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->tensors().size(), 47u);
+  for (const TensorView& t : g->tensors()) EXPECT_EQ(t.dtype, DType::F32) << t.name;
+  EXPECT_EQ(*g->get_uint(n::kFileType), 0u);
+}
+
+TEST(Convert, Llama2cTokenizerVocabOnly) {
+  TempDir dir;
+  const std::string out = dir.file("tok.gguf");
+  const auto r = convert("--from llama2c --vocab-only --tokenizer " +
+                         shared_path("models/aidreams260K/tok512.bin") + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto g = GgufFile::open(out);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(g->tensors().empty());
+  EXPECT_EQ(g->get_strings(n::kTokTokens)->size(), 512u);
+  EXPECT_EQ(*g->get_string(n::kName), "tok512");
+}
+
 // A llama2.c checkpoint whose vocabulary comes as a SentencePiece .model:
 // the Llama 2 model has 32000 pieces, stories260K 512, so it must refuse.
 TEST(Convert, SpmWithCheckpointChecksVocabSize) {
