@@ -27,6 +27,9 @@ using DotBlockFn = void (*)(int64_t k, const uint8_t* w, size_t w_stride, int64_
 struct FloatKernels {
   TypeKernels traits;
   DotBlockFn dot_block = nullptr;
+  // dot_block walks k in chunks of this many elements (0: whole rows), so a
+  // cache tile needs only a chunk of each weight row at a time.
+  int64_t k_chunk = 0;
 };
 
 // The kernels of t at one level; nullptr if t is not F32, F16 or BF16.

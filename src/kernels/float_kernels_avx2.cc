@@ -17,6 +17,9 @@ constexpr int64_t kLanes = 8;
 // stay within the 16 ymm registers.
 constexpr int kMaxRows = 4;
 constexpr int kMaxToks = 2;
+// k is summed in chunks whose partial dots are added in order, the same for
+// one token or many, so a block's weight rows stay in cache chunk by chunk.
+constexpr int64_t kChunk = 1024;
 
 // Each loads 8 weights at p as floats.
 struct F32Row {
@@ -60,33 +63,38 @@ template <class W, int R, int T>
   }
 }
 
-// y[t * ys + r] = dot(row r, x row t) for R rows and T tokens over all of k.
+// y[t * ys + r] (+)= dot(row r, x row t) over n elements for R rows and T
+// tokens: stores when `add` is false, adds the partial dot when true.
 template <class W, int R, int T>
-void micro(int64_t k, const uint8_t* w, size_t ws, const float* x, int64_t xs, float* y,
-           int64_t ys) {
+void micro(int64_t n, const uint8_t* w, size_t ws, const float* x, int64_t xs, float* y,
+           int64_t ys, bool add) {
   __m256 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  const int64_t k_full = k - k % kLanes;
-  for (int64_t i = 0; i < k_full; i += kLanes) step<W, R, T>(acc, w, ws, x, xs, i);
-  if (k_full < k) {
-    const size_t rest = static_cast<size_t>(k - k_full);
+  const int64_t n_full = n - n % kLanes;
+  for (int64_t i = 0; i < n_full; i += kLanes) step<W, R, T>(acc, w, ws, x, xs, i);
+  if (n_full < n) {
+    const size_t rest = static_cast<size_t>(n - n_full);
     alignas(32) uint8_t w_tail[R][kLanes * W::kBytes] = {};  // [R][kLanes] weights
     alignas(32) float x_tail[T][kLanes] = {};
     for (int r = 0; r < R; ++r)
-      std::memcpy(w_tail[r], w + r * ws + k_full * W::kBytes, rest * W::kBytes);
-    for (int t = 0; t < T; ++t) std::memcpy(x_tail[t], x + t * xs + k_full, rest * sizeof(float));
+      std::memcpy(w_tail[r], w + r * ws + n_full * W::kBytes, rest * W::kBytes);
+    for (int t = 0; t < T; ++t) std::memcpy(x_tail[t], x + t * xs + n_full, rest * sizeof(float));
     step<W, R, T>(acc, &w_tail[0][0], sizeof(w_tail[0]), &x_tail[0][0], kLanes, 0);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * ys + r] = hsum(acc[r][t]);
+    for (int t = 0; t < T; ++t) {
+      const float p = hsum(acc[r][t]);
+      y[t * ys + r] = add ? y[t * ys + r] + p : p;
+    }
 }
 
-using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const float*, int64_t, float*, int64_t);
+using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const float*, int64_t, float*, int64_t,
+                        bool);
 
 // micro<W, R, T> for every R <= kMaxRows, T <= kMaxToks, at [(R-1) * kMaxToks + T-1].
 template <class W, class Seq>
@@ -100,21 +108,29 @@ template <class W>
 void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
                int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   using Table = MicroTable<W, std::make_integer_sequence<int, kMaxRows * kMaxToks>>;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
-    const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
-      const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
-      Table::fns[(nr - 1) * kMaxToks + (nt - 1)](k, w + r0 * w_stride, w_stride, x + t0 * x_stride,
-                                                 x_stride, y + t0 * y_stride + r0, y_stride);
+  for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+    const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
+      const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
+      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+        const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+        Table::fns[(nr - 1) * kMaxToks + (nt - 1)](
+            n, w + r0 * w_stride + c0 * W::kBytes, w_stride, x + t0 * x_stride + c0, x_stride,
+            y + t0 * y_stride + r0, y_stride, c0 > 0);
+      }
     }
   }
 }
 
 template <class W>
 float vec_dot(int64_t k, const void* w_row, const void* x_row) {
-  float y;
-  micro<W, 1, 1>(k, static_cast<const uint8_t*>(w_row), 0, static_cast<const float*>(x_row), 0,
-                 &y, 0);
+  const auto* w = static_cast<const uint8_t*>(w_row);
+  const auto* x = static_cast<const float*>(x_row);
+  float y = 0.0f;
+  for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+    const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
+    micro<W, 1, 1>(n, w + c0 * W::kBytes, 0, x + c0, 0, &y, 0, c0 > 0);
+  }
   return y;
 }
 
@@ -139,7 +155,7 @@ void to_float(const void* row, float* y, int64_t k) {
 
 template <class W>
 constexpr FloatKernels make() {
-  return {{DType::F32, copy_f32, vec_dot<W>, to_float<W>}, dot_block<W>};
+  return {{DType::F32, copy_f32, vec_dot<W>, to_float<W>}, dot_block<W>, kChunk};
 }
 
 constexpr FloatKernels kF32 = make<F32Row>();

@@ -17,6 +17,11 @@ constexpr int64_t kLanes = 16;
 // load ports, set the pace.
 constexpr int kMaxRows = 4;
 constexpr int kMaxToks = 4;
+// k is summed in chunks whose partial dots are added in order, the same for
+// one token or many. Chunk by chunk, a block's weight rows stay in L2 while
+// every token passes, and 4 tokens' activations (16 KiB) stay in L1 while the
+// weight rows stream past them.
+constexpr int64_t kChunk = 1024;
 
 // Each loads 16 weights at p as floats, or under mask m with zeros elsewhere.
 struct F32Row {
@@ -62,28 +67,33 @@ template <class W, int R, int T, bool kMasked>
   }
 }
 
-// y[t * ys + r] = dot(row r, x row t) for R rows and T tokens over all of k.
+// y[t * ys + r] (+)= dot(row r, x row t) over n elements for R rows and T
+// tokens: stores when `add` is false, adds the partial dot when true.
 template <class W, int R, int T>
-void micro(int64_t k, const uint8_t* w, size_t ws, const float* x, int64_t xs, float* y,
-           int64_t ys) {
+void micro(int64_t n, const uint8_t* w, size_t ws, const float* x, int64_t xs, float* y,
+           int64_t ys, bool add) {
   __m512 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  const int64_t k_full = k - k % kLanes;
-  for (int64_t i = 0; i < k_full; i += kLanes) step<W, R, T, false>(acc, w, ws, x, xs, i, 0);
-  if (k_full < k) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (k - k_full)) - 1);
-    step<W, R, T, true>(acc, w, ws, x, xs, k_full, m);
+  const int64_t n_full = n - n % kLanes;
+  for (int64_t i = 0; i < n_full; i += kLanes) step<W, R, T, false>(acc, w, ws, x, xs, i, 0);
+  if (n_full < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - n_full)) - 1);
+    step<W, R, T, true>(acc, w, ws, x, xs, n_full, m);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+    for (int t = 0; t < T; ++t) {
+      const float p = _mm512_reduce_add_ps(acc[r][t]);
+      y[t * ys + r] = add ? y[t * ys + r] + p : p;
+    }
 }
 
-using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const float*, int64_t, float*, int64_t);
+using MicroFn = void (*)(int64_t, const uint8_t*, size_t, const float*, int64_t, float*, int64_t,
+                        bool);
 
 // micro<W, R, T> for every R <= kMaxRows, T <= kMaxToks, at [(R-1) * kMaxToks + T-1].
 template <class W, class Seq>
@@ -97,21 +107,29 @@ template <class W>
 void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
                int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   using Table = MicroTable<W, std::make_integer_sequence<int, kMaxRows * kMaxToks>>;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
-    const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
-      const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
-      Table::fns[(nr - 1) * kMaxToks + (nt - 1)](k, w + r0 * w_stride, w_stride, x + t0 * x_stride,
-                                                 x_stride, y + t0 * y_stride + r0, y_stride);
+  for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+    const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
+      const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
+      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+        const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+        Table::fns[(nr - 1) * kMaxToks + (nt - 1)](
+            n, w + r0 * w_stride + c0 * W::kBytes, w_stride, x + t0 * x_stride + c0, x_stride,
+            y + t0 * y_stride + r0, y_stride, c0 > 0);
+      }
     }
   }
 }
 
 template <class W>
 float vec_dot(int64_t k, const void* w_row, const void* x_row) {
-  float y;
-  micro<W, 1, 1>(k, static_cast<const uint8_t*>(w_row), 0, static_cast<const float*>(x_row), 0,
-                 &y, 0);
+  const auto* w = static_cast<const uint8_t*>(w_row);
+  const auto* x = static_cast<const float*>(x_row);
+  float y = 0.0f;
+  for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+    const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
+    micro<W, 1, 1>(n, w + c0 * W::kBytes, 0, x + c0, 0, &y, 0, c0 > 0);
+  }
   return y;
 }
 
@@ -138,7 +156,7 @@ void to_float(const void* row, float* y, int64_t k) {
 
 template <class W>
 constexpr FloatKernels make() {
-  return {{DType::F32, copy_f32, vec_dot<W>, to_float<W>}, dot_block<W>};
+  return {{DType::F32, copy_f32, vec_dot<W>, to_float<W>}, dot_block<W>, kChunk};
 }
 
 constexpr FloatKernels kF32 = make<F32Row>();

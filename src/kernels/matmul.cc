@@ -17,9 +17,20 @@ namespace {
 constexpr size_t kTileBytes = 256 << 10;
 constexpr int64_t kRowGrain = 16;
 
-int64_t tile_rows(size_t row_stride) {
-  const int64_t rows = static_cast<int64_t>(kTileBytes / (row_stride ? row_stride : 1));
+// Rows per tile, from the bytes of each row the kernel holds at a time.
+int64_t tile_rows(size_t row_bytes) {
+  const int64_t rows = static_cast<int64_t>(kTileBytes / (row_bytes ? row_bytes : 1));
   return rows < kRowGrain ? kRowGrain : rows - rows % kRowGrain;
+}
+
+// Rows per parallel_for range: a whole tile when several tokens reuse it (so
+// each range reads its weights once), but small enough that every thread
+// gets several ranges to balance the load.
+int64_t row_grain(int64_t n_out, int64_t m, int64_t rows_per_tile, int n_threads) {
+  if (m == 1) return kRowGrain;
+  int64_t g = (n_out + 4 * n_threads - 1) / (4 * n_threads);
+  g = (g + kRowGrain - 1) / kRowGrain * kRowGrain;
+  return g < rows_per_tile ? g : rows_per_tile;
 }
 
 [[noreturn]] void no_kernels(const TensorView& w) {
@@ -47,10 +58,17 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
             ThreadPool& pool) {
   const int64_t k = w.ne[0], n_out = w.ne[1];
   const size_t w_stride = w.row_stride();
-  const int64_t rows_per_tile = tile_rows(w_stride);
+  if (k == 0) {  // empty dots
+    for (int64_t i = 0; i < m * n_out; ++i) y[i] = 0.0f;
+    return;
+  }
 
   if (const FloatKernels* fk = float_kernels(w.dtype)) {
-    pool.parallel_for(n_out, kRowGrain, [&](int64_t r0, int64_t r1) {
+    const size_t chunk_bytes =
+        fk->k_chunk > 0 && fk->k_chunk < k ? w_stride / k * fk->k_chunk : w_stride;
+    const int64_t rows_per_tile = tile_rows(chunk_bytes);
+    const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
+    pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
       for (int64_t b = r0; b < r1; b += rows_per_tile) {
         const int64_t nb = r1 - b < rows_per_tile ? r1 - b : rows_per_tile;
         fk->dot_block(k, w.row(b), w_stride, nb, x, k, m, y + b, n_out);
@@ -61,6 +79,8 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
 
   const TypeKernels* tk = type_kernels(w.dtype);
   if (!tk) no_kernels(w);
+  const int64_t rows_per_tile = tile_rows(w_stride);
+  const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
   const size_t x_bytes = act_row_bytes(*tk, k);  // per converted row
   const uint8_t* xq = reinterpret_cast<const uint8_t*>(x);
   size_t x_stride = static_cast<size_t>(k) * sizeof(float);
@@ -72,7 +92,7 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
     xq = out;
     x_stride = x_bytes;
   }
-  pool.parallel_for(n_out, kRowGrain, [&](int64_t r0, int64_t r1) {
+  pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t b = r0; b < r1; b += rows_per_tile) {
       const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
       for (int64_t t = 0; t < m; ++t)
