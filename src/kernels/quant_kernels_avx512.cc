@@ -186,22 +186,23 @@ float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
   const auto* x = static_cast<const BlockQ8_K*>(vx);
   // Chunk c (64 elements) uses sub-block scales 2c (first 32) and 2c+1.
   const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
-  float sum = 0.f;
+  __m512 acc = _mm512_setzero_ps();  // per-lane sums of d * isum
+  float mins_total = 0.f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
     uint64_t scales, mins;
     k4_unpack(w[b].scales, &scales, &mins);
     const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
-    __m512i isum = _mm512_setzero_si512();
+    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two dpwssd chains
     for (int c = 0; c < 4; ++c) {
       const __m512i p = _mm512_maddubs_epi16(nibbles64(load256(w[b].qs + 32 * c)), load512(x[b].qs + 64 * c));
-      isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
+      isum[c & 1] = _mm512_dpwssd_epi32(isum[c & 1], p, _mm512_permutexvar_epi16(pick[c], sc16));
     }
     const float d = x[b].d * f16(w[b].d);
     const float dmin = x[b].d * f16(w[b].dmin);
-    sum += d * static_cast<float>(_mm512_reduce_add_epi32(isum)) -
-           dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(isum[0], isum[1])), acc);
+    mins_total += dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
   }
-  return sum;
+  return _mm512_reduce_add_ps(acc) - mins_total;
 }
 
 float vec_dot_q5_K_q8_K(int64_t k, const void* vw, const void* vx) {
@@ -209,27 +210,28 @@ float vec_dot_q5_K_q8_K(int64_t k, const void* vw, const void* vx) {
   const auto* x = static_cast<const BlockQ8_K*>(vx);
   const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
   const __m512i bit4 = _mm512_set1_epi8(0x10);
-  float sum = 0.f;
+  __m512 acc = _mm512_setzero_ps();  // per-lane sums of d * isum
+  float mins_total = 0.f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
     uint64_t scales, mins;
     k4_unpack(w[b].scales, &scales, &mins);
     const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
     const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh));
-    __m512i isum = _mm512_setzero_si512();
+    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two dpwssd chains
     for (int c = 0; c < 4; ++c) {
       // Fifth bits: bit 2c of qh for the first 32 elements, 2c+1 for the
       // next; shift each to bit 0 of its byte, then to bit 4.
       const __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, pick[c]), 4), bit4);
       const __m512i q = _mm512_or_si512(nibbles64(load256(w[b].qs + 32 * c)), h);
       const __m512i p = _mm512_maddubs_epi16(q, load512(x[b].qs + 64 * c));
-      isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
+      isum[c & 1] = _mm512_dpwssd_epi32(isum[c & 1], p, _mm512_permutexvar_epi16(pick[c], sc16));
     }
     const float d = x[b].d * f16(w[b].d);
     const float dmin = x[b].d * f16(w[b].dmin);
-    sum += d * static_cast<float>(_mm512_reduce_add_epi32(isum)) -
-           dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(isum[0], isum[1])), acc);
+    mins_total += dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
   }
-  return sum;
+  return _mm512_reduce_add_ps(acc) - mins_total;
 }
 
 float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {
@@ -245,7 +247,7 @@ float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {
   float sum = 0.f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const __m512i sc16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(load128(w[b].scales)));
-    __m512i isum = _mm512_setzero_si512();
+    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two dpwssd chains
     for (int h = 0; h < 2; ++h) {
       const __m512i ql = load512(w[b].ql + 64 * h);
       const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh + 32 * h));
@@ -255,11 +257,12 @@ float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {
                                          _mm512_and_si512(_mm512_srlv_epi16(qh, shr_b), bits45));
       const __m512i pa = _mm512_maddubs_epi16(a, load512(x[b].qs + 128 * h));
       const __m512i pb = _mm512_maddubs_epi16(bq, load512(x[b].qs + 128 * h + 64));
-      isum = _mm512_dpwssd_epi32(isum, pa, _mm512_permutexvar_epi16(pick[h][0], sc16));
-      isum = _mm512_dpwssd_epi32(isum, pb, _mm512_permutexvar_epi16(pick[h][1], sc16));
+      isum[0] = _mm512_dpwssd_epi32(isum[0], pa, _mm512_permutexvar_epi16(pick[h][0], sc16));
+      isum[1] = _mm512_dpwssd_epi32(isum[1], pb, _mm512_permutexvar_epi16(pick[h][1], sc16));
     }
     // q6 - 32: subtract 32 * sum_j scale_j * bsum_j.
-    const int total = _mm512_reduce_add_epi32(isum) - 32 * q6_offset_sum(w[b].scales, x[b].bsums);
+    const int total = _mm512_reduce_add_epi32(_mm512_add_epi32(isum[0], isum[1])) -
+                      32 * q6_offset_sum(w[b].scales, x[b].bsums);
     sum += (f16(w[b].d) * x[b].d) * static_cast<float>(total);
   }
   return sum;
