@@ -19,7 +19,9 @@ constexpr size_t kArrayPreview = 6;     // items shown of an array
 // A string as one printable line: control and non-ASCII bytes escaped.
 std::string quote(const std::string& s) {
   std::string out = "\"";
-  const size_t n = std::min(s.size(), kMaxStringChars);
+  size_t n = std::min(s.size(), kMaxStringChars);
+  // Cut at a character boundary, not inside a UTF-8 sequence.
+  while (n < s.size() && n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
   for (size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {

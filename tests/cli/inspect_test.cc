@@ -41,6 +41,9 @@ TEST(Inspect, GeneratedFileShowsValuesShapesAndOffsets) {
   w.set("long", GgufValue::of_string(std::string(500, 'x') + "TAIL"));
   w.set("ids", GgufValue::of_i32s(std::vector<int32_t>(100, 7)));
   w.set("ratio", GgufValue::of_f64(0.125));
+  std::string accents = "a";
+  for (int i = 0; i < 40; ++i) accents += "\xC3\xA9";  // 'é': byte 64 falls inside one
+  w.set("accents", GgufValue::of_string(accents));
   const std::vector<uint8_t> data(2 * 34 * 3);
   ASSERT_TRUE(w.add_tensor("weights.q8", DType::Q8_0, {64, 3}, data.data(), data.size()).ok());
   ASSERT_TRUE(w.add_tensor("bias", DType::F32, {5}, data.data(), 20).ok());
@@ -55,6 +58,9 @@ TEST(Inspect, GeneratedFileShowsValuesShapesAndOffsets) {
   EXPECT_NE(r.output.find("(504 bytes)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ids = [i32 x 100] 7, 7,"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ratio (f64) = 0.125"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("accents (string) = \"" + accents.substr(0, 63) + "\"... (81 bytes)"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("64 x 3"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Q8_0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" " + bias_offset + "\n"), std::string::npos) << r.output;
