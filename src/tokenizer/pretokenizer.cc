@@ -101,24 +101,40 @@ Result<PreTokenizer> pre_tokenizer_from_name(std::string_view name) {
       "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"};
   static constexpr std::array<std::string_view, 4> kQwen2 = {"qwen2", "deepseek-r1-qwen", "kormo",
                                                              "megrez"};
+  static constexpr std::array<std::string_view, 7> kDigits = {
+      "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"};
   auto in = [&](const auto& names) { return std::find(names.begin(), names.end(), name) != names.end(); };
   if (in(kGpt2)) return PreTokenizer::kGpt2;
   if (in(kLlama3)) return PreTokenizer::kLlama3;
   if (in(kQwen2)) return PreTokenizer::kQwen2;
+  if (in(kDigits)) return PreTokenizer::kDigitsThenGpt2;
   return err("unsupported pre-tokenizer '", std::string(name),
-             "' (tokenizer.ggml.pre); supported: the gpt-2, llama-bpe and qwen2 rules");
+             "' (tokenizer.ggml.pre); supported: the gpt-2, llama-bpe, qwen2 and starcoder rules");
 }
 
 void pre_tokenize(PreTokenizer kind, std::span<const uint32_t> cps, std::vector<size_t>& ends) {
   std::vector<CharClass> cls;
-  const Text t(cps, cls);
-  for (size_t i = 0; i < t.size();) {
-    switch (kind) {
-      case PreTokenizer::kGpt2: i = match_gpt2(t, i); break;
-      case PreTokenizer::kLlama3: i = match_llama3(t, i, 3); break;
-      case PreTokenizer::kQwen2: i = match_llama3(t, i, 1); break;
+  // Words of `t`, which starts at code point `base` of the text.
+  auto split = [&](const Text& t, size_t base) {
+    for (size_t i = 0; i < t.size();) {
+      switch (kind) {
+        case PreTokenizer::kLlama3: i = match_llama3(t, i, 3); break;
+        case PreTokenizer::kQwen2: i = match_llama3(t, i, 1); break;
+        case PreTokenizer::kGpt2:
+        case PreTokenizer::kDigitsThenGpt2: i = match_gpt2(t, i); break;
+      }
+      ends.push_back(base + i);
     }
-    ends.push_back(i);
+  };
+  if (kind != PreTokenizer::kDigitsThenGpt2) return split(Text(cps, cls), 0);
+  // The second regex sees each stretch between digits as a whole text, so
+  // (?!\S) holds at the stretch's end.
+  for (size_t i = 0; i < cps.size();) {
+    size_t j = i;
+    while (j < cps.size() && !is_number(cps[j])) ++j;
+    if (j > i) split(Text(cps.subspan(i, j - i), cls), i);
+    if (j < cps.size()) ends.push_back(j + 1);
+    i = j + 1;
   }
 }
 

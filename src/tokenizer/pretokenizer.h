@@ -21,6 +21,9 @@ enum class PreTokenizer {
   kLlama3,
   // As kLlama3 with \p{N} (one digit per word) in place of \p{N}{1,3}.
   kQwen2,
+  // Every \p{N} alone, then kGpt2 inside each stretch between them
+  // (StarCoder, Refact and others: two regexes applied one after the other).
+  kDigitsThenGpt2,
 };
 
 // The rule a GGUF tokenizer.ggml.pre name stands for (the names llama.cpp's

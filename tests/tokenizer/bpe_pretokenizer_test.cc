@@ -137,5 +137,15 @@ TEST(BpePreTokenizer, Qwen2Rule) {
   EXPECT_EQ(split(k, "\tword"), (Words{"\tword"}));
 }
 
+TEST(BpePreTokenizer, DigitsThenGpt2Rule) {
+  const auto k = PreTokenizer::kDigitsThenGpt2;
+  EXPECT_EQ(*pre_tokenizer_from_name("starcoder"), k);
+  // "a  " is split as a text of its own: its trailing run stays whole.
+  EXPECT_EQ(split(k, "a  12 x"), (Words{"a", "  ", "1", "2", " x"}));
+  EXPECT_EQ(split(k, "x1y"), (Words{"x", "1", "y"}));
+  EXPECT_EQ(split(k, "42"), (Words{"4", "2"}));
+  EXPECT_EQ(split(k, "I'm"), (Words{"I", "'m"}));
+}
+
 }  // namespace
 }  // namespace duet

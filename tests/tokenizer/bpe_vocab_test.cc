@@ -77,6 +77,8 @@ void check_llama_cpp_vectors(const std::string& name) {
 TEST(BpeVocab, Gpt2MatchesLlamaCppVectors) { check_llama_cpp_vectors("gpt-2"); }
 TEST(BpeVocab, Llama3MatchesLlamaCppVectors) { check_llama_cpp_vectors("llama-bpe"); }
 TEST(BpeVocab, Qwen2MatchesLlamaCppVectors) { check_llama_cpp_vectors("qwen2"); }
+TEST(BpeVocab, StarcoderMatchesLlamaCppVectors) { check_llama_cpp_vectors("starcoder"); }
+TEST(BpeVocab, RefactMatchesLlamaCppVectors) { check_llama_cpp_vectors("refact"); }
 
 // tiktoken's r50k_base is GPT-2's vocabulary; specials stay plain text.
 TEST(BpeVocab, Gpt2MatchesTiktokenPlans) {
