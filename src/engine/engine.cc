@@ -1,6 +1,10 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <unordered_map>
+
+#include "engine/logprobs.h"
+#include "kv/prefix_cache.h"
 
 namespace duet {
 
@@ -33,8 +37,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
       logits_(static_cast<size_t>(std::max(1, config.scheduler.max_seqs)) *
               static_cast<size_t>(model.config().n_vocab)) {}
 
-Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams& params,
-                               TokenCallback on_token) {
+Status Engine::check_prompt(const std::vector<int32_t>& prompt) const {
   if (prompt.empty()) return err("the prompt is empty");
   if (static_cast<int64_t>(prompt.size()) > ctx_)
     return err("the prompt has ", prompt.size(), " tokens, more than the context of ", ctx_,
@@ -42,8 +45,16 @@ Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams&
   for (int32_t t : prompt)
     if (t < 0 || t >= model_.config().n_vocab)
       return err("token id ", t, " is out of range (vocabulary has ", model_.config().n_vocab, ")");
+  return {};
+}
+
+Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams& params,
+                               TokenCallback on_token) {
+  DUET_TRY(check_prompt(prompt));
   const int64_t id = next_id_++;
   auto seq = std::make_unique<Sequence>(id, std::move(prompt), params, std::move(on_token));
+  seq->text.emplace(model_.tokenizer(), params.stop);
+  metrics_.prompt_tokens += seq->n_prompt;
   scheduler_.add(seq.get());
   sequences_.emplace(id, std::move(seq));
   return id;
@@ -56,9 +67,13 @@ void Engine::cancel(int64_t id) {
 
 void Engine::finish(Sequence* seq, FinishReason reason, const std::string& error) {
   scheduler_.remove(seq, cache_.pool());
+  ++metrics_.finished_by_reason[static_cast<size_t>(reason)];
+  metrics_.preemptions += seq->timings.n_preemptions;
   const int64_t id = seq->id;
   TokenEvent ev;
   ev.request_id = id;
+  // A stop string already ended the text; any other end releases what was held.
+  if (reason != FinishReason::kStop || !seq->stop_matched) ev.text = seq->text->finish().text;
   ev.finished = true;
   ev.reason = reason;
   ev.error = error;
@@ -71,25 +86,44 @@ void Engine::finish(Sequence* seq, FinishReason reason, const std::string& error
   sequences_.erase(id);
 }
 
-void Engine::on_sampled(Sequence* seq, int32_t token) {
+void Engine::on_sampled(Sequence* seq, int32_t token, const float* raw_logits) {
   seq->tokens.push_back(token);
   const double t = seq->seconds_since_submit();
-  if (seq->timings.first_token < 0) seq->timings.first_token = t;
+  if (seq->timings.first_token < 0) {
+    seq->timings.first_token = t;
+    metrics_.ttft.observe(t);
+  } else {
+    metrics_.itl.observe(t - seq->timings.token_times.back());
+  }
   seq->timings.token_times.push_back(t);
   seq->timings.n_generated = seq->n_generated();
+  ++metrics_.generated_tokens;
+
+  TokenEvent ev;
+  ev.request_id = seq->id;
+  ev.token = token;
+  ev.timings = &seq->timings;
+  if (raw_logits) {
+    const int32_t n_vocab = model_.config().n_vocab;
+    const float lse = log_sum_exp(raw_logits, n_vocab);
+    ev.logprob = raw_logits[token] - lse;
+    ev.top_logprobs = top_logprobs(raw_logits, n_vocab, seq->params.logprobs, lse);
+  }
 
   FinishReason reason = FinishReason::kNone;
-  if (!seq->params.ignore_eos && model_.tokenizer().is_end_of_generation(token))
+  const bool eos = !seq->params.ignore_eos && model_.tokenizer().is_end_of_generation(token);
+  if (!eos) {
+    StopText::Piece piece = seq->text->push(token);
+    ev.text = std::move(piece.text);
+    seq->stop_matched = piece.stopped;
+  }
+  if (eos || seq->stop_matched)
     reason = FinishReason::kStop;
   else if (seq->n_generated() >= seq->params.max_tokens)
     reason = FinishReason::kLength;
   else if (seq->size() >= ctx_)
     reason = FinishReason::kContext;
 
-  TokenEvent ev;
-  ev.request_id = seq->id;
-  ev.token = token;
-  ev.timings = &seq->timings;
   const int64_t id = seq->id;
   if (seq->on_token) seq->on_token(ev);
   if (!sequences_.count(id)) return;  // the callback cancelled it
@@ -121,15 +155,63 @@ Status Engine::step() {
   }
 
   DUET_TRY(model_.forward(batch_, cache_, pool_, logits_.data()));
+  ++metrics_.steps;
 
-  for (const ScheduledChunk& c : chunks) c.seq->n_computed += c.n_tokens;
+  for (const ScheduledChunk& c : chunks) {
+    Sequence* seq = c.seq;
+    seq->n_computed += c.n_tokens;
+    if (scheduler_.prefix_caching())
+      cache_full_blocks(cache_.pool(), seq->tokens, seq->n_computed, seq->table, seq->block_hashes);
+  }
   const int32_t n_vocab = model_.config().n_vocab;
   for (size_t i = 0; i < sampled.size(); ++i) {
     Sequence* seq = sampled[i];
     float* row = logits_.data() + i * static_cast<size_t>(n_vocab);
-    on_sampled(seq, seq->sampler.sample(row, n_vocab, seq->tokens));
+    const float* raw = nullptr;
+    if (seq->params.logprobs >= 0) {
+      raw_row_.assign(row, row + n_vocab);
+      raw = raw_row_.data();
+    }
+    on_sampled(seq, seq->sampler.sample(row, n_vocab, seq->tokens), raw);
   }
+  rate_.add(seconds_since_start(), static_cast<int64_t>(sampled.size()));
   return {};
+}
+
+void Engine::fail_all(const std::string& message) {
+  while (!sequences_.empty()) finish(sequences_.begin()->second.get(), FinishReason::kError, message);
+}
+
+double Engine::seconds_since_start() const {
+  return std::chrono::duration<double>(Sequence::Clock::now() - started_).count();
+}
+
+EngineMetrics Engine::metrics() {
+  EngineMetrics m = metrics_;
+  m.prefix_query_tokens = scheduler_.prefix_query_tokens();
+  m.prefix_hit_tokens = scheduler_.prefix_hit_tokens();
+  m.waiting = static_cast<int32_t>(scheduler_.n_waiting());
+  m.running = static_cast<int32_t>(scheduler_.n_running());
+  const BlockPool& pool = cache_.pool();
+  m.kv_blocks_total = pool.n_blocks();
+  m.kv_blocks_used = pool.n_used();
+  m.kv_blocks_cached = pool.n_cached();
+  m.kv_blocks_free = pool.n_free() - pool.n_cached();
+  // Filled slots of distinct blocks: a block shared by several sequences
+  // stores its tokens once.
+  std::unordered_map<int32_t, int32_t> filled;
+  for (const Sequence* seq : scheduler_.running()) {
+    for (size_t k = 0; k < seq->table.blocks.size(); ++k) {
+      const int32_t n = std::clamp(seq->n_computed - static_cast<int32_t>(k) * kBlockTokens, 0, kBlockTokens);
+      int32_t& f = filled[seq->table.blocks[k]];
+      f = std::max(f, n);
+    }
+  }
+  for (const auto& [block, n] : filled) m.kv_tokens_stored += n;
+  // Preemptions of requests still running count too.
+  for (const auto& [id, seq] : sequences_) m.preemptions += seq->timings.n_preemptions;
+  m.generated_tokens_per_second = rate_.rate(seconds_since_start());
+  return m;
 }
 
 Status Engine::run_until_idle() {

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -30,8 +31,11 @@ class Engine {
  public:
   Engine(Model& model, const EngineConfig& config);
 
-  // Queues a request; fails if the prompt is empty, has invalid ids, or is
-  // longer than the context.
+  // Whether submit() would accept this prompt: not empty, valid ids, no
+  // longer than the context. Reads only fixed configuration, so any thread
+  // may call it.
+  Status check_prompt(const std::vector<int32_t>& prompt) const;
+  // Queues a request; fails as check_prompt() does.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
                          TokenCallback on_token);
   // Ends a request wherever it is; its callback hears kCancelled.
@@ -41,6 +45,11 @@ class Engine {
   Status step();
   // Steps until no request is left.
   Status run_until_idle();
+  // Ends every request with kError and `message` (after a failed step).
+  void fail_all(const std::string& message);
+
+  // Counters and histograms, with the gauges filled in as of now.
+  EngineMetrics metrics();
 
   const KvCache& cache() const { return cache_; }
   int32_t ctx() const { return ctx_; }
@@ -49,7 +58,8 @@ class Engine {
 
  private:
   void finish(Sequence* seq, FinishReason reason, const std::string& error = {});
-  void on_sampled(Sequence* seq, int32_t token);
+  void on_sampled(Sequence* seq, int32_t token, const float* raw_logits);
+  double seconds_since_start() const;
 
   Model& model_;
   int32_t ctx_;
@@ -61,6 +71,10 @@ class Engine {
   Batch batch_;                      // reused every step
   std::vector<Sequence*> sampled_;   // sequences whose last row yields logits, in row order
   std::vector<float> logits_;   // [max_seqs][n_vocab]
+  std::vector<float> raw_row_;  // [n_vocab] a logits row before the sampler alters it
+  EngineMetrics metrics_;
+  RateMeter rate_{5.0};
+  Sequence::Clock::time_point started_ = Sequence::Clock::now();
 };
 
 }  // namespace duet

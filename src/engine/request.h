@@ -17,6 +17,13 @@ struct RequestParams {
   SamplingParams sampling;
   int32_t max_tokens = 256;
   bool ignore_eos = false;
+  // Generation ends where the output text first contains one of these; the
+  // stop string itself is not returned.
+  std::vector<std::string> stop;
+  // -1: off. N >= 0: every token event carries the log-probability of the
+  // sampled token and the N most likely tokens, from the log-softmax of the
+  // model's raw logits (before penalties, temperature and truncation).
+  int32_t logprobs = -1;
 };
 
 // Timings of one request, in seconds since it was submitted.
@@ -24,13 +31,25 @@ struct RequestTimings {
   double first_token = -1;          // TTFT; -1 until the first token
   std::vector<double> token_times;  // when each generated token was sampled
   int32_t n_prompt = 0;
+  int32_t n_cached = 0;             // prompt tokens reused from the prefix cache
   int32_t n_generated = 0;
   int32_t n_preemptions = 0;
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
 };
 
 struct TokenEvent {
   int64_t request_id = 0;
   int32_t token = -1;               // -1 when the event only reports the end
+  // Newly released output text. Text that might begin a stop string is held
+  // back until it cannot, so it may lag the tokens; the finishing event
+  // carries whatever was still held.
+  std::string text;
+  float logprob = 0;                       // of `token`, with params.logprobs >= 0
+  std::vector<TokenLogprob> top_logprobs;  // most likely first, params.logprobs of them
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   std::string error;                // set with kError

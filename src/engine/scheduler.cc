@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv/prefix_cache.h"
+
 namespace duet {
 
 void Scheduler::remove(Sequence* seq, BlockPool& pool) {
@@ -12,10 +14,18 @@ void Scheduler::remove(Sequence* seq, BlockPool& pool) {
 
 void Scheduler::preempt(Sequence* seq, BlockPool& pool) {
   seq->table.release_all(pool);
+  seq->block_hashes.clear();
   seq->n_computed = 0;
   ++seq->timings.n_preemptions;
   std::erase(running_, seq);
   waiting_.push_front(seq);
+}
+
+void Scheduler::reuse_cached_prefix(Sequence* seq, BlockPool& pool) {
+  // At least the last token is computed again: its logits are needed.
+  const int32_t hit =
+      match_cached_prefix(pool, seq->tokens, seq->size() - 1, seq->table, seq->block_hashes);
+  seq->n_computed = hit;
 }
 
 std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
@@ -49,8 +59,13 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
   while (budget > 0 && !waiting_.empty() &&
          running_.size() < static_cast<size_t>(config_.max_seqs)) {
     Sequence* seq = waiting_.front();
+    if (config_.prefix_caching) reuse_cached_prefix(seq, pool);
     const int32_t n = std::min(seq->n_pending(), budget);
     if (!seq->table.reserve(pool, seq->n_computed + n)) {
+      // Waiting sequences hold no blocks: give the matched prefix back.
+      seq->table.release_all(pool);
+      seq->block_hashes.clear();
+      seq->n_computed = 0;
       if (running_.empty() && chunks.empty()) {
         waiting_.pop_front();
         unfittable.push_back(seq);
@@ -59,6 +74,11 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
       break;
     }
     waiting_.pop_front();
+    if (config_.prefix_caching && seq->timings.n_preemptions == 0) {
+      seq->timings.n_cached = seq->n_computed;
+      prefix_query_tokens_ += seq->n_prompt;
+      prefix_hit_tokens_ += seq->n_computed;
+    }
     running_.push_back(seq);
     chunks.push_back({seq, n});
     budget -= n;

@@ -4,7 +4,8 @@
 // one token each when decoding, a chunk of their prompt when prefilling —
 // then waiting ones join while budget, sequence slots and KV blocks last.
 // When blocks run out, the newest running sequence is preempted: its blocks
-// are freed and it waits to be recomputed.
+// are freed and it waits to be recomputed. With prefix caching, a sequence
+// joining starts from the cached blocks of its longest cached prefix.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ namespace duet {
 struct SchedulerConfig {
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 16;
+  bool prefix_caching = true;
 };
 
 struct ScheduledChunk {
@@ -38,16 +40,26 @@ class Scheduler {
   // returned in `unfittable` so the engine can fail it.
   std::vector<ScheduledChunk> schedule(BlockPool& pool, std::vector<Sequence*>& unfittable);
 
+  // Prompt tokens looked up in the prefix cache on first admission, and of
+  // those found there.
+  int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+  bool prefix_caching() const { return config_.prefix_caching; }
+
   size_t n_waiting() const { return waiting_.size(); }
   size_t n_running() const { return running_.size(); }
   bool empty() const { return waiting_.empty() && running_.empty(); }
 
  private:
   void preempt(Sequence* seq, BlockPool& pool);
+  void reuse_cached_prefix(Sequence* seq, BlockPool& pool);
 
   SchedulerConfig config_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // in admission order; the back is the newest
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
 };
 
 }  // namespace duet

@@ -1,13 +1,16 @@
 // The engine's state for one request: its tokens, how many of them are in
-// the KV cache, its blocks, its sampler and its callback.
+// the KV cache, its blocks (and their prefix-cache hashes), its sampler, its
+// output text and its callback.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/request.h"
 #include "engine/sampler.h"
+#include "engine/stop_text.h"
 #include "kv/block_table.h"
 
 namespace duet {
@@ -43,6 +46,9 @@ struct Sequence {
   Sampler sampler;
   TokenCallback on_token;
   BlockTable table;
+  std::vector<uint64_t> block_hashes;  // of the full blocks of `table` hashed so far
+  std::optional<StopText> text;        // set by the engine
+  bool stop_matched = false;           // a stop string ended the text
   Clock::time_point submitted;
   RequestTimings timings;
 };

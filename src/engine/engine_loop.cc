@@ -1,0 +1,126 @@
+#include "engine/engine_loop.h"
+
+namespace duet {
+
+EngineLoop::EngineLoop(Engine& engine, int32_t max_in_flight)
+    : engine_(engine), max_in_flight_(max_in_flight), metrics_(engine.metrics()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+bool EngineLoop::try_reserve() {
+  int32_t n = in_flight_.load();
+  while (n < max_in_flight_)
+    if (in_flight_.compare_exchange_weak(n, n + 1)) return true;
+  return false;
+}
+
+Result<int64_t> EngineLoop::submit(std::vector<int32_t> prompt, const RequestParams& params,
+                                   TokenCallback on_token) {
+  if (Status st = engine_.check_prompt(prompt); !st) {
+    --in_flight_;
+    return st.error();
+  }
+  const int64_t id = next_id_++;
+  // The reservation ends when the request does, whatever ends it.
+  TokenCallback wrapped = [this, cb = std::move(on_token)](const TokenEvent& ev) {
+    if (cb) cb(ev);
+    if (ev.finished) --in_flight_;
+  };
+  {
+    std::lock_guard lock(mu_);
+    submits_.push_back({id, std::move(prompt), params, std::move(wrapped)});
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void EngineLoop::cancel(int64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    cancels_.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+EngineMetrics EngineLoop::metrics() const {
+  std::lock_guard lock(metrics_mu_);
+  return metrics_;
+}
+
+void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& cancels) {
+  for (Pending& p : submits) {
+    const int64_t front_id = p.id;
+    TokenCallback cb = [this, front_id, inner = std::move(p.on_token)](const TokenEvent& ev) {
+      TokenEvent out = ev;
+      out.request_id = front_id;
+      if (ev.finished) engine_ids_.erase(front_id);
+      inner(out);
+    };
+    auto id = engine_.submit(std::move(p.prompt), p.params, cb);
+    if (id) {
+      engine_ids_[front_id] = *id;
+    } else {
+      TokenEvent ev;
+      ev.request_id = front_id;
+      ev.finished = true;
+      ev.reason = FinishReason::kError;
+      ev.error = id.error().message;
+      cb(ev);
+    }
+  }
+  // Cancels are applied after the submits they may follow; an id no longer
+  // in the engine has finished already.
+  for (int64_t front_id : cancels) {
+    auto it = engine_ids_.find(front_id);
+    if (it != engine_ids_.end()) engine_.cancel(it->second);
+  }
+}
+
+void EngineLoop::publish() {
+  EngineMetrics m = engine_.metrics();
+  std::lock_guard lock(metrics_mu_);
+  metrics_ = std::move(m);
+}
+
+void EngineLoop::run() {
+  std::vector<Pending> submits;
+  std::vector<int64_t> cancels;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] {
+        return stop_ || !submits_.empty() || !cancels_.empty() || !engine_.idle();
+      });
+      if (stop_) break;
+      submits.swap(submits_);
+      cancels.swap(cancels_);
+    }
+    apply(submits, cancels);
+    submits.clear();
+    cancels.clear();
+    if (!engine_.idle()) {
+      if (Status st = engine_.step(); !st) engine_.fail_all("the engine failed: " + st.error().message);
+    }
+    publish();
+  }
+  // Shutting down: everyone still waiting hears kCancelled.
+  {
+    std::lock_guard lock(mu_);
+    submits.swap(submits_);
+  }
+  apply(submits, cancels);
+  for (auto it = engine_ids_.begin(); it != engine_ids_.end(); it = engine_ids_.begin())
+    engine_.cancel(it->second);
+  publish();
+}
+
+}  // namespace duet

@@ -1,0 +1,77 @@
+// What the engine counts about itself, for /metrics and benchmarks: request
+// and token counters, latency histograms (Prometheus-style buckets), the
+// prefix-cache hit rate, and gauges of the queue and the KV pool.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace duet {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double v);
+
+  const std::vector<double>& upper_bounds() const { return bounds_; }
+  // counts()[i]: observations <= upper_bounds()[i] (not cumulative); the
+  // last entry counts those above every bound.
+  const std::vector<int64_t>& counts() const { return counts_; }
+  int64_t count() const { return count_; }
+  double sum() const { return sum_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;  // [bounds + 1]
+  int64_t count_ = 0;
+  double sum_ = 0;
+};
+
+struct EngineMetrics {
+  EngineMetrics();
+
+  // Counters since start.
+  std::array<int64_t, 6> finished_by_reason{};  // indexed by FinishReason
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t prefix_query_tokens = 0;  // prompt tokens looked up in the prefix cache
+  int64_t prefix_hit_tokens = 0;    // of those, found there
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  Histogram ttft;  // seconds
+  Histogram itl;   // seconds
+
+  // Gauges, as of the last step.
+  int32_t waiting = 0;
+  int32_t running = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;    // held by a sequence
+  int32_t kv_blocks_cached = 0;  // unreferenced, kept for the prefix cache
+  int32_t kv_blocks_free = 0;    // neither
+  int64_t kv_tokens_stored = 0;  // distinct token slots filled in used blocks
+  double generated_tokens_per_second = 0;  // over the last few seconds
+
+  double prefix_hit_rate() const {
+    return prefix_query_tokens ? static_cast<double>(prefix_hit_tokens) / prefix_query_tokens : 0;
+  }
+};
+
+// Output tokens per second over a sliding window of steps.
+class RateMeter {
+ public:
+  explicit RateMeter(double window_s) : window_(window_s) {}
+  void add(double now_s, int64_t n);
+  double rate(double now_s);
+
+ private:
+  double window_;
+  std::deque<std::pair<double, int64_t>> events_;
+  int64_t total_ = 0;
+};
+
+}  // namespace duet
