@@ -492,6 +492,9 @@ void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
 
 Status quantize_row(DType t, const float* x, void* y, int64_t k, const float* importance) {
   DUET_TRY(row_bytes(t, k));
+  // The scale searches and the float-to-int conversions assume finite input.
+  for (int64_t i = 0; i < k; ++i)
+    if (!std::isfinite(x[i])) return err("cannot quantize non-finite value ", x[i], " at element ", i);
   switch (t) {
     case DType::Q8_0: quantize_row_q8_0(x, y, k); break;
     case DType::Q8_1: quantize_row_q8_1(x, y, k); break;

@@ -50,8 +50,10 @@ void dequantize_row_q4_K(const void* x, float* y, int64_t k);
 void dequantize_row_q5_K(const void* x, float* y, int64_t k);
 void dequantize_row_q6_K(const void* x, float* y, int64_t k);
 
-// Quantizes a row of k floats to `t` (one of the types above). importance is
-// used by the K-quants and ignored by the others, whose rule is fixed.
+// Quantizes a row of k finite floats to `t` (one of the types above); an
+// error for other types, a k that does not fill whole blocks, or an infinity
+// or NaN in x. importance is used by the K-quants and ignored by the others,
+// whose rule is fixed.
 Status quantize_row(DType t, const float* x, void* y, int64_t k,
                     const float* importance = nullptr);
 // Dequantizes a row of k elements of `t` (one of the types above).

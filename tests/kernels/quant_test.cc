@@ -394,6 +394,12 @@ TEST(Quant, RejectsBadRows) {
   EXPECT_FALSE(quantize_row(DType::Q4_K, x.data(), y.data(), 100).ok());
   EXPECT_FALSE(quantize_row(DType::Q8_0, x.data(), y.data(), 33).ok());
   EXPECT_FALSE(quantize_row(DType::F32, x.data(), y.data(), 32).ok());
+  x[40] = std::nanf("");
+  EXPECT_FALSE(quantize_row(DType::Q8_0, x.data(), y.data(), 64).ok());
+  x[40] = 0.f;
+  x[70] = -INFINITY;
+  EXPECT_FALSE(quantize_row(DType::Q4_0, x.data(), y.data(), 96).ok());
+  EXPECT_TRUE(quantize_row(DType::Q4_0, x.data(), y.data(), 64).ok());
   std::vector<float> out(256);
   EXPECT_FALSE(dequantize_row(DType::Q2_K, y.data(), out.data(), 256).ok());
 }
