@@ -57,7 +57,10 @@ template <class W, int R, int T>
   for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * xs + i);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m256 wv = W::load(w + r * ws + i * W::kBytes);
+    const uint8_t* p = w + r * ws + i * W::kBytes;
+    // Decode (one token) is bound by memory: fetch the next block's rows early.
+    if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(p + R * ws), _MM_HINT_T0);
+    const __m256 wv = W::load(p);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
   }

@@ -61,6 +61,9 @@ template <class W, int R, int T, bool kMasked>
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const uint8_t* p = w + r * ws + i * W::kBytes;
+    // Decode (one token) is bound by memory: fetch the next block's rows early,
+    // since the hardware prefetcher stops at each row's page boundary.
+    if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(p + R * ws), _MM_HINT_T0);
     const __m512 wv = kMasked ? W::load(p, m) : W::load(p);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
