@@ -53,7 +53,10 @@ Result<size_t> row_bytes(DType t, int64_t n) {
   if (n < 0 || n % tr->block_elems != 0)
     return err("row of ", n, " elements does not divide into ", tr->name, " blocks of ",
                tr->block_elems);
-  return static_cast<size_t>(n / tr->block_elems) * static_cast<size_t>(tr->block_bytes);
+  const auto blocks = static_cast<uint64_t>(n / tr->block_elems);
+  if (blocks > UINT64_MAX / static_cast<uint64_t>(tr->block_bytes))
+    return err("row of ", n, " ", tr->name, " elements overflows a byte count");
+  return static_cast<size_t>(blocks * static_cast<uint64_t>(tr->block_bytes));
 }
 
 }  // namespace duet

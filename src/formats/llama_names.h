@@ -28,6 +28,10 @@ inline const std::string kRmsEps = "attention.layer_norm_rms_epsilon";
 inline const std::string kRopeDimCount = "rope.dimension_count";
 inline const std::string kRopeFreqBase = "rope.freq_base";
 inline const std::string kVocabSize = "vocab_size";
+inline const std::string kRopeScalingType = "rope.scaling.type";
+inline const std::string kRopeScalingFactor = "rope.scaling.factor";
+inline const std::string kRopeScalingOrigCtx = "rope.scaling.original_context_length";
+inline const std::string kSlidingWindow = "attention.sliding_window";
 
 inline const std::string kTokModel = "tokenizer.ggml.model";
 inline const std::string kTokPre = "tokenizer.ggml.pre";
@@ -48,10 +52,15 @@ inline const std::string kChatTemplate = "tokenizer.chat_template";
 inline const std::string kTokenEmbd = "token_embd.weight";
 inline const std::string kOutputNorm = "output_norm.weight";
 inline const std::string kOutput = "output.weight";
+// Per-dimension divisors of RoPE frequencies (Llama 3.1-style scaling), F32 [rope_dim/2].
+inline const std::string kRopeFreqs = "rope_freqs.weight";
 
 // Per-block tensors: blk(3, "attn_q") -> "blk.3.attn_q.weight".
 inline std::string blk(int layer, const std::string& what) {
   return "blk." + std::to_string(layer) + "." + what + ".weight";
+}
+inline std::string blk_bias(int layer, const std::string& what) {
+  return "blk." + std::to_string(layer) + "." + what + ".bias";
 }
 inline const std::string kAttnNorm = "attn_norm";
 inline const std::string kAttnQ = "attn_q";

@@ -19,18 +19,20 @@ float dot(const float* a, const float* b, int32_t n) {
 }  // namespace
 
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                  int32_t n_keys, float scale, float* out) {
+                  int32_t begin, int32_t end, float scale, float* out) {
   // Running max and denominator per query head; out holds the unnormalized sum.
   float m[kMaxGroup], l[kMaxGroup], s[kMaxBlock];
   std::fill(m, m + n_group, -std::numeric_limits<float>::infinity());
   std::fill(l, l + n_group, 0.0f);
   std::fill(out, out + static_cast<size_t>(n_group) * head_dim, 0.0f);
 
-  for (int32_t start = 0; start < n_keys; start += kv.block_tokens) {
-    const int32_t len = std::min(kv.block_tokens, n_keys - start);
+  for (int32_t start = begin; start < end;) {
+    const int32_t in_block = start % kv.block_tokens;
+    const int32_t len = std::min(kv.block_tokens - in_block, end - start);
     const size_t block = static_cast<size_t>(kv.block_ids[start / kv.block_tokens]);
-    const float* k = kv.k_base + block * kv.block_stride;
-    const float* v = kv.v_base + block * kv.block_stride;
+    const float* k = kv.k_base + block * kv.block_stride + static_cast<size_t>(in_block) * head_dim;
+    const float* v = kv.v_base + block * kv.block_stride + static_cast<size_t>(in_block) * head_dim;
+    start += len;
     for (int32_t g = 0; g < n_group; ++g) {
       const float* qg = q + static_cast<size_t>(g) * head_dim;
       float* og = out + static_cast<size_t>(g) * head_dim;

@@ -17,9 +17,10 @@ struct PagedKv {
   int32_t block_tokens;       // tokens per block
 };
 
-// out[g][head_dim] = softmax(q[g] · K[0..n_keys)ᵀ · scale) · V[0..n_keys) for
-// each of the n_group query heads in q[n_group][head_dim].
+// out[g][head_dim] = softmax(q[g] · K[begin..end)ᵀ · scale) · V[begin..end)
+// for each of the n_group query heads in q[n_group][head_dim]. Blocks wholly
+// before `begin` are never read (a sliding window may have freed them).
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                  int32_t n_keys, float scale, float* out);
+                  int32_t begin, int32_t end, float scale, float* out);
 
 }  // namespace duet

@@ -34,6 +34,22 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int32_t
   }
 }
 
+void rope_neox(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int32_t pos,
+               const float* inv_freq) {
+  const int64_t half = rope_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = static_cast<double>(pos) * static_cast<double>(inv_freq[i]);
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim;
+      const float x0 = p[i], x1 = p[i + half];
+      p[i] = x0 * c - x1 * s;
+      p[i + half] = x0 * s + x1 * c;
+    }
+  }
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   float max = x[0];

@@ -26,6 +26,10 @@ void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int32_t pos,
           const float* inv_freq);
 
+// As rope(), in the NeoX layout: dim i pairs with dim i + rope_dim/2.
+void rope_neox(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int32_t pos,
+               const float* inv_freq);
+
 // In-place softmax over n values.
 void softmax(float* x, int64_t n);
 

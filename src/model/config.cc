@@ -29,8 +29,10 @@ Result<int32_t> get_dim_or(const GgufFile& f, const std::string& key, uint64_t f
 Result<ModelConfig> read_model_config(const GgufFile& f) {
   ModelConfig c;
   DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
-  if (c.arch != "llama")
-    return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: llama)");
+  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2")
+    return err(f.path(), ": unsupported architecture '", c.arch,
+               "' (supported: llama, mistral, qwen2)");
+  c.rope_layout = c.arch == "qwen2" ? RopeLayout::kNeox : RopeLayout::kNormal;
   if (f.has(n::kName)) {
     DUET_ASSIGN(c.name, f.get_string(n::kName));
   }
@@ -66,6 +68,21 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     return err(f.path(), ": rope.freq_base ", base, " or rms epsilon ", eps, " out of range");
   c.rope_base = static_cast<float>(base);
   c.rms_eps = static_cast<float>(eps);
+
+  if (f.has(key(n::kRopeScalingType))) {
+    DUET_ASSIGN(std::string type, f.get_string(key(n::kRopeScalingType)));
+    if (type == "linear") {
+      DUET_ASSIGN(double factor, f.get_float(key(n::kRopeScalingFactor)));
+      if (!(factor >= 1.0 && factor <= 1024.0))
+        return err(f.path(), ": rope.scaling.factor ", factor, " out of range (1..1024)");
+      c.rope_linear_factor = static_cast<float>(factor);
+    } else if (type != "none") {
+      return err(f.path(), ": unsupported rope.scaling.type '", type, "' (supported: none, linear)");
+    }
+  }
+  DUET_ASSIGN(uint64_t window, f.get_uint_or(key(n::kSlidingWindow), 0));
+  if (window > (1u << 24)) return err(f.path(), ": attention.sliding_window ", window, " out of range");
+  c.sliding_window = static_cast<int32_t>(window);
 
   const TensorView* embd = f.tensor(n::kTokenEmbd);
   if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);

@@ -11,6 +11,10 @@ namespace duet {
 
 class GgufFile;
 
+// How RoPE pairs the dims of a head: llama's GGUF layout rotates adjacent
+// pairs (2i, 2i+1); NeoX/Qwen2 rotate (i, i + rope_dim/2).
+enum class RopeLayout { kNormal, kNeox };
+
 struct ModelConfig {
   std::string arch;
   std::string name;
@@ -24,14 +28,19 @@ struct ModelConfig {
   int32_t ctx_len = 0;     // trained context length
   int32_t rope_dim = 0;    // leading dims of each head that RoPE rotates
   float rope_base = 10000.0f;
+  RopeLayout rope_layout = RopeLayout::kNormal;
+  float rope_linear_factor = 1.0f;  // positions are divided by this (linear scaling)
   float rms_eps = 1e-5f;
-  bool tied_output = false;
+  int32_t sliding_window = 0;       // > 0: each token attends to the last this many
+  bool tied_output = false;         // set by the weight binder
+  bool qkv_bias = false;            // set by the weight binder (Qwen2)
 
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// Reads and validates the config; tied_output is set by the weight binder.
+// Reads and validates the config of a supported architecture (llama,
+// mistral, qwen2: one forward pass, different configuration).
 Result<ModelConfig> read_model_config(const GgufFile& file);
 
 }  // namespace duet

@@ -24,7 +24,18 @@ struct LayerWeights {
   const TensorView* w_gate;     // [ffn rows][dim]
   const TensorView* w_up;       // [ffn rows][dim]
   const TensorView* w_down;     // [dim rows][ffn]
+  // Qwen2's Q/K/V biases ([q_dim], [kv_dim], [kv_dim] f32), or all null.
+  const TensorView* bq = nullptr;
+  const TensorView* bk = nullptr;
+  const TensorView* bv = nullptr;
 };
+
+void add_bias(float* y, const TensorView* bias, int32_t n, int32_t width) {
+  if (!bias) return;
+  const float* b = static_cast<const float*>(bias->data);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < width; ++j) y[static_cast<size_t>(i) * width + j] += b[j];
+}
 
 // Activations for up to `capacity` rows; grown only when a larger batch arrives,
 // so steady-state decode allocates nothing.
@@ -48,6 +59,7 @@ class LlamaModel final : public Model {
       : Model(std::move(file), std::move(config), std::move(tokenizer)) {}
 
   Status bind();
+  Status bind_rope();
   size_t weight_bytes_per_pass() const override;
   double matmul_flops_per_token() const override;
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
@@ -112,12 +124,37 @@ Status LlamaModel::bind() {
     DUET_ASSIGN(w.w_gate, require(n::blk(l, n::kFfnGate), c.dim, c.ffn_dim));
     DUET_ASSIGN(w.w_up, require(n::blk(l, n::kFfnUp), c.dim, c.ffn_dim));
     DUET_ASSIGN(w.w_down, require(n::blk(l, n::kFfnDown), c.ffn_dim, c.dim));
+    if (file_.tensor(n::blk_bias(l, n::kAttnQ))) {
+      DUET_ASSIGN(w.bq, require(n::blk_bias(l, n::kAttnQ), c.q_dim(), 0));
+      DUET_ASSIGN(w.bk, require(n::blk_bias(l, n::kAttnK), c.kv_dim(), 0));
+      DUET_ASSIGN(w.bv, require(n::blk_bias(l, n::kAttnV), c.kv_dim(), 0));
+      config_.qkv_bias = true;
+    }
     layers_.push_back(w);
   }
-  inv_freq_.resize(static_cast<size_t>(c.rope_dim / 2));
-  for (int i = 0; i < c.rope_dim / 2; ++i)
-    inv_freq_[static_cast<size_t>(i)] =
-        static_cast<float>(std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim));
+  return bind_rope();
+}
+
+Status LlamaModel::bind_rope() {
+  const ModelConfig& c = config_;
+  const int half = c.rope_dim / 2;
+  const float* freq_divisors = nullptr;  // Llama 3.1-style per-dimension scaling
+  if (file_.tensor(n::kRopeFreqs)) {
+    DUET_ASSIGN(const TensorView* t, require(n::kRopeFreqs, half, 0));
+    freq_divisors = static_cast<const float*>(t->data);
+  }
+  inv_freq_.resize(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    double f = std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim);
+    f /= c.rope_linear_factor;
+    if (freq_divisors) {
+      if (!(freq_divisors[i] > 0.0f))
+        return err(file_.path(), ": ", n::kRopeFreqs, "[", i, "] = ", freq_divisors[i],
+                   " must be positive");
+      f /= freq_divisors[i];
+    }
+    inv_freq_[static_cast<size_t>(i)] = static_cast<float>(f);
+  }
   return {};
 }
 
@@ -151,9 +188,10 @@ Status LlamaModel::check_batch(const Batch& batch, const KvCache& cache) const {
       return err("batch row ", i, " has position ", pos, " outside its ", table.capacity(),
                  " reserved KV slots");
   }
+  // A negative id marks a block a sliding window has already released.
   for (const BlockTable* table : batch.tables)
     for (int32_t b : table->blocks)
-      if (b < 0 || b >= cache.pool().n_blocks())
+      if (b >= cache.pool().n_blocks())
         return err("block table names block ", b, " of ", cache.pool().n_blocks());
   return {};
 }
@@ -197,13 +235,17 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   mm(*w.wq, ws_.xn.data(), n, ws_.q.data(), pool);
   mm(*w.wk, ws_.xn.data(), n, ws_.k.data(), pool);
   mm(*w.wv, ws_.xn.data(), n, ws_.v.data(), pool);
+  add_bias(ws_.q.data(), w.bq, n, c.q_dim());
+  add_bias(ws_.k.data(), w.bk, n, c.kv_dim());
+  add_bias(ws_.v.data(), w.bv, n, c.kv_dim());
 
   const size_t q_dim = static_cast<size_t>(c.q_dim()), kv_dim = static_cast<size_t>(c.kv_dim());
   const size_t hd = static_cast<size_t>(c.head_dim);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t pos = batch.positions[static_cast<size_t>(i)];
-    rope(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
-    rope(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
+    const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
+    rotate(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
+    rotate(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
     // Every row's K/V goes into the cache before any row attends, so rows
     // of one sequence in this batch see each other causally.
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
@@ -228,8 +270,9 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
       const PagedKv kv{cache.key(layer, 0, h), cache.value(layer, 0, h), block_stride,
                        table.blocks.data(), kBlockTokens};
       const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
-      attend_paged(&ws_.q[q_off], group, c.head_dim, kv, batch.positions[i] + 1, scale,
-                   &ws_.att[q_off]);
+      const int32_t end = batch.positions[i] + 1;
+      const int32_t begin = c.sliding_window > 0 ? std::max(0, end - c.sliding_window) : 0;
+      attend_paged(&ws_.q[q_off], group, c.head_dim, kv, begin, end, scale, &ws_.att[q_off]);
     }
   });
 
