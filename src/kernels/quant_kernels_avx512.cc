@@ -8,8 +8,6 @@
 // Float results agree with quant_scalar up to rounding, like the AVX2 ones.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/quant_blocks.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_simd.h"
@@ -45,19 +43,6 @@ inline __m512i quarters16(uint8_t a) {
   return _mm512_cvtepu8_epi16(_mm256_setr_epi64x(a * rep, (a + 1) * rep, (a + 2) * rep, (a + 3) * rep));
 }
 
-// The f16 field at `first` and at the same place in the next 7 blocks of
-// type Block, as floats.
-template <class Block>
-inline __m256 scales8(const uint16_t* first) {
-  const auto* p = reinterpret_cast<const uint8_t*>(first);
-  auto at = [&](int i) {
-    uint16_t h;
-    std::memcpy(&h, p + i * sizeof(Block), 2);
-    return static_cast<short>(h);
-  };
-  return _mm256_cvtph_ps(_mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)));
-}
-
 // Two blocks' 32 bytes in one vector.
 inline __m512i pair512(const int8_t* a, const int8_t* b) {
   return _mm512_inserti64x4(_mm512_zextsi256_si512(load256(a)), load256(b), 1);
@@ -79,9 +64,6 @@ inline __m512i pair_lanes(int i) {
   return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_set1_epi32(i)), _mm256_set1_epi32(i + 1), 1);
 }
 
-// Lane i of v in all lanes.
-inline __m256 lane(__m256 v, int i) { return _mm256_permutexvar_ps(_mm256_set1_epi32(i), v); }
-
 // The 64 4-bit quants of a 32-byte run: low nibbles, then high nibbles.
 inline __m512i nibbles64(__m256i qs) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -92,8 +74,8 @@ inline __m512i nibbles64(__m256i qs) {
 }  // namespace
 
 // The 32-element types run 8 blocks at a time: their 16 f16 scales are
-// gathered and multiplied as vectors, and each block's 8 int32 lane sums
-// meet their scale with one multiply-add.
+// converted and multiplied as vectors, and each block's int32 lane sums meet
+// their scale in one multiply-add.
 float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ8_0*>(vw);
   const auto* x = static_cast<const BlockQ8_0*>(vx);

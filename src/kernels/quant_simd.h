@@ -27,6 +27,22 @@ inline int hsum(__m128i v) {
   return _mm_cvtsi128_si32(v);
 }
 
+// The f16 field at `first` and at the same place in the next 7 blocks of
+// type Block, as floats.
+template <class Block>
+inline __m256 scales8(const uint16_t* first) {
+  const auto* p = reinterpret_cast<const uint8_t*>(first);
+  auto at = [&](int i) {
+    uint16_t h;
+    std::memcpy(&h, p + i * sizeof(Block), 2);
+    return static_cast<short>(h);
+  };
+  return _mm256_cvtph_ps(_mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)));
+}
+
+// Lane i of v in all lanes.
+inline __m256 lane(__m256 v, int i) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i)); }
+
 inline int hsum256(__m256i v) {
   return hsum(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
