@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev pkg-config
           python3-torch python3-numpy python3-sentencepiece)
 missing=()
 for p in "${packages[@]}"; do

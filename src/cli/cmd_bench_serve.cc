@@ -1,0 +1,297 @@
+// duet bench serve: a load generator for the HTTP server. N concurrent
+// streaming clients over loopback send a mix of prompt and output lengths
+// (bounded in request count and time) to a server it starts in-process from
+// -m MODEL, or to a running one at --url. Prints output tokens/s, TTFT and
+// ITL percentiles as the clients saw them, and the KV cache utilization
+// (token slots filled ÷ token slots of the blocks in use, sampled from
+// /metrics while the load runs).
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "engine/engine_loop.h"
+#include "server/openai_server.h"
+
+namespace duet::cli {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct BenchServeOptions {
+  std::string model;
+  std::string url;
+  std::string api_key;
+  int32_t clients = 16;
+  int32_t requests = 64;
+  double duration_s = 120;
+  std::string prompt_words = "8:96";  // min:max words per prompt
+  std::string output_tokens = "16:96";
+  int32_t threads = 0;
+  int32_t max_seqs = 16;
+  int32_t max_batch_tokens = 512;
+  int32_t ctx = 0;
+  uint64_t seed = 1;
+  bool json_out = false;
+};
+
+struct Range {
+  int32_t lo, hi;
+};
+
+Result<Range> parse_range(const std::string& s, const char* what) {
+  Range r{};
+  char extra = 0;
+  const int n = std::sscanf(s.c_str(), "%d:%d%c", &r.lo, &r.hi, &extra);
+  if (n == 1) r.hi = r.lo;
+  if ((n != 1 && n != 2) || r.lo < 1 || r.hi < r.lo)
+    return err(what, " must be N or MIN:MAX with 1 <= MIN <= MAX (got '", s, "')");
+  return r;
+}
+
+// One request as the client saw it.
+struct Sample {
+  bool ok = false;
+  double ttft = 0;            // seconds from send to the first text chunk
+  std::vector<double> itl;    // seconds between consecutive text chunks
+  int64_t output_tokens = 0;  // from the usage chunk
+  std::string error;
+};
+
+const char* kWords[] = {"the", "little", "dog", "ran", "to", "park", "and", "saw", "a", "big",
+                        "red", "ball", "she", "was", "happy", "they", "played", "with", "tree", "sun"};
+
+std::string make_prompt(std::mt19937_64& rng, int32_t n_words) {
+  std::string p = "Once upon a time";
+  for (int32_t i = 0; i < n_words; ++i) p += std::string(" ") + kWords[rng() % std::size(kWords)];
+  return p;
+}
+
+Sample run_one(const std::string& host, int port, const std::string& key, const json& body) {
+  Sample s;
+  httplib::Client cli(host, port);
+  cli.set_read_timeout(300, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  if (!key.empty()) req.set_header("Authorization", "Bearer " + key);
+  const auto t0 = Clock::now();
+  auto last = t0;
+  bool first = true;
+  std::string buf;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    buf.append(data, n);
+    size_t end;
+    while ((end = buf.find("\n\n")) != std::string::npos) {
+      const std::string event = buf.substr(0, end);
+      buf.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
+      const json j = json::parse(event.substr(6), nullptr, false);
+      if (j.is_discarded()) continue;
+      if (j.contains("error")) s.error = j["error"].value("message", "error");
+      if (j.contains("usage") && j["usage"].is_object()) s.output_tokens = j["usage"].value("completion_tokens", 0);
+      if (!j.contains("choices") || j["choices"].empty()) continue;
+      if (j["choices"][0].value("text", "").empty()) continue;
+      const auto now = Clock::now();
+      if (first) s.ttft = std::chrono::duration<double>(now - t0).count();
+      else s.itl.push_back(std::chrono::duration<double>(now - last).count());
+      first = false;
+      last = now;
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!cli.send(req, res, error)) {
+    s.error = "request failed: " + httplib::to_string(error);
+    return s;
+  }
+  if (res.status != 200) {
+    s.error = "HTTP " + std::to_string(res.status);
+    return s;
+  }
+  s.ok = s.error.empty() && !first;
+  return s;
+}
+
+// Samples KV utilization from /metrics until `stop`.
+struct KvSampler {
+  int64_t stored = 0, slots = 0, samples = 0;
+  void run(const std::string& host, int port, const std::string& key, const std::atomic<bool>& stop) {
+    httplib::Client cli(host, port);
+    httplib::Headers h;
+    if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+    while (!stop) {
+      if (auto r = cli.Get("/metrics", h); r && r->status == 200) {
+        const auto value = [&](const std::string& name) -> int64_t {
+          const size_t p = r->body.find("\n" + name + " ");
+          return p == std::string::npos ? 0 : std::atoll(r->body.c_str() + p + name.size() + 2);
+        };
+        const int64_t sl = value("duet_kv_token_slots_used");
+        if (sl > 0) {
+          stored += value("duet_kv_tokens_stored");
+          slots += sl;
+          ++samples;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+};
+
+int bench_serve(const BenchServeOptions& o) {
+  if (o.model.empty() == o.url.empty()) return fail(err("give either -m MODEL or --url URL"));
+  if (o.clients < 1 || o.requests < 1) return fail(err("--clients and --requests must be >= 1"));
+  auto prompt_words = parse_range(o.prompt_words, "--prompt-words");
+  if (!prompt_words) return fail(prompt_words.error());
+  auto output_tokens = parse_range(o.output_tokens, "--output-tokens");
+  if (!output_tokens) return fail(output_tokens.error());
+
+  // An in-process server when given a model.
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<EngineLoop> loop;
+  std::unique_ptr<server::OpenAiServer> srv;
+  std::thread srv_thread;
+  std::string host = "127.0.0.1";
+  int port = 0;
+  if (!o.model.empty()) {
+    auto m = Model::load(o.model);
+    if (!m) return fail(m.error());
+    model = std::move(*m);
+    EngineConfig config;
+    config.n_threads = o.threads;
+    config.ctx = o.ctx;
+    config.scheduler.max_seqs = o.max_seqs;
+    config.scheduler.max_batch_tokens = o.max_batch_tokens;
+    engine = std::make_unique<Engine>(*model, config);
+    loop = std::make_unique<EngineLoop>(*engine, o.max_seqs + o.clients + 8);
+    server::ServerConfig sc;
+    sc.port = 0;
+    sc.model_name = std::filesystem::path(o.model).stem().string();
+    sc.http_threads = o.clients + 8;
+    srv = std::make_unique<server::OpenAiServer>(*model, *loop, sc);
+    auto p = srv->bind();
+    if (!p) return fail(p.error());
+    port = *p;
+    srv_thread = std::thread([&] { srv->listen(); });
+  } else {
+    char h[256] = {};
+    if (std::sscanf(o.url.c_str(), "http://%255[^:/]:%d", h, &port) != 2)
+      return fail(err("--url must look like http://HOST:PORT (got '", o.url, "')"));
+    host = h;
+  }
+
+  // The same mix for a given seed: request i's lengths are fixed up front.
+  std::mt19937_64 rng(o.seed);
+  std::vector<json> bodies;
+  for (int32_t i = 0; i < o.requests; ++i) {
+    const int32_t words = prompt_words->lo + static_cast<int32_t>(rng() % (prompt_words->hi - prompt_words->lo + 1));
+    const int32_t out = output_tokens->lo + static_cast<int32_t>(rng() % (output_tokens->hi - output_tokens->lo + 1));
+    bodies.push_back({{"prompt", make_prompt(rng, words)}, {"max_tokens", out}, {"temperature", 0.8},
+                      {"seed", i}, {"ignore_eos", true}, {"stream", true},
+                      {"stream_options", {{"include_usage", true}}}});
+  }
+
+  std::atomic<bool> stop_sampler{false};
+  KvSampler kv;
+  std::thread sampler([&] { kv.run(host, port, o.api_key, stop_sampler); });
+  std::atomic<int32_t> next{0};
+  std::mutex mu;
+  std::vector<Sample> samples;
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(o.duration_s);
+  std::vector<std::thread> clients;
+  for (int32_t c = 0; c < o.clients; ++c) {
+    clients.emplace_back([&] {
+      for (int32_t i; (i = next++) < o.requests && Clock::now() < deadline;) {
+        Sample s = run_one(host, port, o.api_key, bodies[static_cast<size_t>(i)]);
+        std::lock_guard lock(mu);
+        samples.push_back(std::move(s));
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop_sampler = true;
+  sampler.join();
+  if (srv) {
+    srv->stop();
+    srv_thread.join();
+  }
+
+  std::vector<double> ttft, itl;
+  int64_t tokens = 0, ok = 0;
+  std::string first_error;
+  for (const Sample& s : samples) {
+    if (!s.ok) {
+      if (first_error.empty()) first_error = s.error;
+      continue;
+    }
+    ++ok;
+    tokens += s.output_tokens;
+    ttft.push_back(s.ttft * 1e3);
+    for (double d : s.itl) itl.push_back(d * 1e3);
+  }
+  const double kv_util = kv.slots ? static_cast<double>(kv.stored) / static_cast<double>(kv.slots) : 0;
+  const json j = {{"clients", o.clients},
+                  {"requests_sent", samples.size()},
+                  {"requests_ok", ok},
+                  {"wall_s", wall},
+                  {"output_tokens", tokens},
+                  {"output_tok_s", wall > 0 ? static_cast<double>(tokens) / wall : 0},
+                  {"ttft_ms", {{"p50", percentile(ttft, 50)}, {"p99", percentile(ttft, 99)}}},
+                  {"itl_ms", {{"p50", percentile(itl, 50)}, {"p99", percentile(itl, 99)}}},
+                  {"kv_utilization", kv_util},
+                  {"kv_samples", kv.samples}};
+  if (o.json_out) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("clients %d, requests %zu sent, %lld ok, %.2f s\n", o.clients, samples.size(),
+                static_cast<long long>(ok), wall);
+    std::printf("output:        %lld tokens, %.1f tok/s\n", static_cast<long long>(tokens),
+                j["output_tok_s"].get<double>());
+    std::printf("TTFT p50/p99:  %.2f / %.2f ms\n", percentile(ttft, 50), percentile(ttft, 99));
+    std::printf("ITL  p50/p99:  %.2f / %.2f ms\n", percentile(itl, 50), percentile(itl, 99));
+    std::printf("KV utilization: %.1f %% of allocated token slots filled (%lld samples)\n", kv_util * 100,
+                static_cast<long long>(kv.samples));
+    std::printf("%s\n", j.dump().c_str());
+  }
+  if (!first_error.empty()) std::fprintf(stderr, "duet: some requests failed, first: %s\n", first_error.c_str());
+  return ok == static_cast<int64_t>(samples.size()) ? 0 : 1;
+}
+
+const bool registered = register_command(
+    "bench-serve", "Load-test the HTTP server with concurrent streaming clients", [](CLI::App& app) {
+      auto o = std::make_shared<BenchServeOptions>();
+      app.add_option("-m,--model", o->model, "Start a server in-process for this model (GGUF)");
+      app.add_option("--url", o->url, "Target a running server instead (http://HOST:PORT)");
+      app.add_option("--api-key", o->api_key, "Bearer key for --url");
+      app.add_option("-c,--clients", o->clients, "Concurrent streaming clients")->capture_default_str();
+      app.add_option("-n,--requests", o->requests, "Requests in all")->capture_default_str();
+      app.add_option("--duration", o->duration_s, "Stop sending new requests after this many seconds")
+          ->capture_default_str();
+      app.add_option("--prompt-words", o->prompt_words, "Words per prompt, MIN:MAX")->capture_default_str();
+      app.add_option("--output-tokens", o->output_tokens, "Tokens per response, MIN:MAX")->capture_default_str();
+      app.add_option("-t,--threads", o->threads, "Engine threads (with -m)")->capture_default_str();
+      app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together (with -m)")->capture_default_str();
+      app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per step (with -m)")->capture_default_str();
+      app.add_option("--ctx", o->ctx, "Context length (with -m; 0: the model's)")->capture_default_str();
+      app.add_option("--seed", o->seed, "Seed of the request mix")->capture_default_str();
+      app.add_flag("--json", o->json_out, "Print only the JSON line");
+      return [o] { return bench_serve(*o); };
+    });
+
+}  // namespace
+}  // namespace duet::cli

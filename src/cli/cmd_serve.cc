@@ -1,0 +1,98 @@
+// duet serve: the OpenAI-compatible HTTP server over one model.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/command.h"
+#include "engine/engine_loop.h"
+#include "server/openai_server.h"
+
+namespace duet::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  int32_t max_seqs = 16;
+  int32_t max_batch_tokens = 512;
+  int32_t ctx = 0;
+  int32_t threads = 0;
+  int32_t max_queue = 64;
+  int32_t kv_blocks = 0;
+  int read_timeout = 10;
+  bool no_prefix_cache = false;
+};
+
+server::OpenAiServer* g_server = nullptr;
+
+void on_signal(int) {
+  // httplib's stop() only shuts the listening socket: safe enough here.
+  if (g_server) g_server->stop();
+}
+
+int serve(const ServeOptions& o) {
+  if (o.max_seqs < 1) return fail(err("--max-seqs must be >= 1"));
+  if (o.max_batch_tokens < 1) return fail(err("--max-batch-tokens must be >= 1"));
+  if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
+  auto model = Model::load(o.model);
+  if (!model) return fail(model.error());
+
+  EngineConfig config;
+  config.n_threads = o.threads;
+  config.ctx = o.ctx;
+  config.n_kv_blocks = o.kv_blocks;
+  config.scheduler.max_seqs = o.max_seqs;
+  config.scheduler.max_batch_tokens = o.max_batch_tokens;
+  config.scheduler.prefix_caching = !o.no_prefix_cache;
+  Engine engine(**model, config);
+  EngineLoop loop(engine, o.max_seqs + o.max_queue);
+
+  server::ServerConfig sc;
+  sc.host = o.host;
+  sc.port = o.port;
+  sc.api_key = o.api_key;
+  sc.model_name = std::filesystem::path(o.model).stem().string();
+  sc.read_timeout_s = o.read_timeout;
+  sc.http_threads = o.max_seqs + o.max_queue + 8;
+  server::OpenAiServer srv(**model, loop, sc);
+  auto port = srv.bind();
+  if (!port) return fail(port.error());
+  g_server = &srv;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::fprintf(stderr, "duet: serving %s on http://%s:%d (context %d, %d KV blocks, up to %d sequences)\n",
+               sc.model_name.c_str(), o.host.c_str(), *port, engine.ctx(),
+               engine.cache().pool().n_blocks(), o.max_seqs);
+  std::fflush(stderr);
+  const bool ok = srv.listen();
+  g_server = nullptr;
+  return ok ? 0 : fail(err("the server stopped with an error"));
+}
+
+const bool registered = register_command(
+    "serve", "Serve the OpenAI-compatible HTTP API", [](CLI::App& app) {
+      auto o = std::make_shared<ServeOptions>();
+      app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();
+      app.add_option("--host", o->host, "Address to listen on")->capture_default_str();
+      app.add_option("--port", o->port, "Port (0: any free port, printed at start)")->capture_default_str();
+      app.add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY'");
+      app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together")->capture_default_str();
+      app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per engine step")->capture_default_str();
+      app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+      app.add_option("--max-queue", o->max_queue, "Requests waiting beyond --max-seqs before 503")
+          ->capture_default_str();
+      app.add_option("--kv-blocks", o->kv_blocks, "KV cache blocks of 16 tokens (0: max-seqs full contexts)")
+          ->capture_default_str();
+      app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
+          ->capture_default_str();
+      app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
+      return [o] { return serve(*o); };
+    });
+
+}  // namespace
+}  // namespace duet::cli

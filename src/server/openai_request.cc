@@ -1,0 +1,255 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+namespace duet::server {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads fields of one JSON object, remembering which were read so that the
+// rest can be reported as unknown.
+class Fields {
+ public:
+  explicit Fields(const json& obj) : obj_(obj) {}
+
+  // The field, or nullptr when absent or null (OpenAI treats null as unset).
+  const json* get(const std::string& key) {
+    seen_.insert(key);
+    auto it = obj_.find(key);
+    if (it == obj_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  std::optional<std::string> unknown() const {
+    for (auto it = obj_.begin(); it != obj_.end(); ++it)
+      if (!seen_.count(it.key())) return it.key();
+    return std::nullopt;
+  }
+
+ private:
+  const json& obj_;
+  std::set<std::string> seen_;
+};
+
+ApiError wrong_type(const std::string& field, const char* expected) {
+  return invalid("'" + field + "' must be " + expected, field);
+}
+
+std::optional<ApiError> read_number(Fields& f, const std::string& key, double lo, double hi,
+                                    float& out) {
+  const json* v = f.get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return wrong_type(key, "a number");
+  const double d = v->get<double>();
+  if (!(d >= lo && d <= hi))
+    return invalid("'" + key + "' must be between " + json(lo).dump() + " and " + json(hi).dump(), key);
+  out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_int(Fields& f, const std::string& key, int64_t lo, int64_t hi,
+                                 std::optional<int64_t>& out) {
+  const json* v = f.get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return wrong_type(key, "an integer");
+  const int64_t i = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)
+                        ? hi + 1
+                        : v->get<int64_t>();
+  if (i < lo || i > hi)
+    return invalid("'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
+  out = i;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_bool(Fields& f, const std::string& key, bool& out) {
+  const json* v = f.get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return wrong_type(key, "a boolean");
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_stop(Fields& f, std::vector<std::string>& out) {
+  const json* v = f.get("stop");
+  if (!v) return std::nullopt;
+  if (v->is_string()) {
+    out = {v->get<std::string>()};
+    return std::nullopt;
+  }
+  if (!v->is_array()) return wrong_type("stop", "a string or an array of strings");
+  if (v->size() > 4) return invalid("'stop' may hold at most 4 strings", "stop");
+  for (const json& s : *v) {
+    if (!s.is_string()) return wrong_type("stop", "a string or an array of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_prompt(Fields& f, GenerateRequest& out) {
+  const json* v = f.get("prompt");
+  if (!v) return invalid("'prompt' is required", "prompt");
+  if (v->is_string()) {
+    out.prompt = v->get<std::string>();
+    return std::nullopt;
+  }
+  if (!v->is_array()) return wrong_type("prompt", "a string, an array of token ids or of one string");
+  if (v->size() == 1 && (*v)[0].is_string()) {
+    out.prompt = (*v)[0].get<std::string>();
+    return std::nullopt;
+  }
+  if (!v->empty() && ((*v)[0].is_string() || (*v)[0].is_array()))
+    return invalid("several prompts in one request are not supported", "prompt");
+  for (const json& t : *v) {
+    if (!t.is_number_integer()) return wrong_type("prompt", "a string, an array of token ids or of one string");
+    const int64_t id = t.get<int64_t>();
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) return invalid("token id out of range in 'prompt'", "prompt");
+    out.prompt_ids.push_back(static_cast<int32_t>(id));
+  }
+  out.prompt_is_ids = true;
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_messages(Fields& f, std::vector<ChatMessage>& out) {
+  const json* v = f.get("messages");
+  if (!v) return invalid("'messages' is required", "messages");
+  if (!v->is_array() || v->empty()) return invalid("'messages' must be a non-empty array", "messages");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const json& m = (*v)[i];
+    if (!m.is_object()) return wrong_type(where, "an object");
+    Fields mf(m);
+    ChatMessage msg;
+    const json* role = mf.get("role");
+    if (!role || !role->is_string()) return invalid("'" + where + ".role' must be a string", where + ".role");
+    msg.role = role->get<std::string>();
+    if (msg.role == "developer") msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+      return invalid("'" + where + ".role' must be system, user or assistant (got '" + msg.role + "')",
+                     where + ".role");
+    const json* content = mf.get("content");
+    if (!content) return invalid("'" + where + ".content' is required", where + ".content");
+    if (content->is_string()) {
+      msg.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          return invalid("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}",
+                         where + ".content");
+        msg.content += part["text"].get<std::string>();
+      }
+    } else {
+      return wrong_type(where + ".content", "a string or an array of text parts");
+    }
+    mf.get("name");  // accepted and ignored
+    if (auto u = mf.unknown()) return invalid("unknown field '" + *u + "' in " + where, where + "." + *u);
+    out.push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+#define DUET_API_TRY(expr)              \
+  do {                                  \
+    if (auto e_ = (expr)) return e_;    \
+  } while (0)
+
+std::optional<ApiError> parse_generate_request(const json& body, bool chat, GenerateRequest& out) {
+  if (!body.is_object()) return invalid("the request body must be a JSON object");
+  Fields f(body);
+  out.chat = chat;
+  if (const json* m = f.get("model")) {
+    if (!m->is_string()) return wrong_type("model", "a string");
+    out.model = m->get<std::string>();
+  }
+  if (chat) DUET_API_TRY(read_messages(f, out.messages));
+  else DUET_API_TRY(read_prompt(f, out));
+
+  // OpenAI's defaults: plain softmax sampling at temperature 1.
+  SamplingParams& s = out.params.sampling;
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  s.repeat_penalty = 1.0f;
+  DUET_API_TRY(read_number(f, "temperature", 0, 2, s.temperature));
+  DUET_API_TRY(read_number(f, "top_p", 0, 1, s.top_p));
+  DUET_API_TRY(read_number(f, "frequency_penalty", -2, 2, s.frequency_penalty));
+  DUET_API_TRY(read_number(f, "presence_penalty", -2, 2, s.presence_penalty));
+  DUET_API_TRY(read_number(f, "min_p", 0, 1, s.min_p));
+  DUET_API_TRY(read_number(f, "repetition_penalty", 0.01, 10, s.repeat_penalty));
+  std::optional<int64_t> i;
+  DUET_API_TRY(read_int(f, "top_k", -1, std::numeric_limits<int32_t>::max(), i));
+  if (i) s.top_k = static_cast<int32_t>(*i);
+  i.reset();
+  DUET_API_TRY(read_int(f, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), i));
+  s.seed = i ? static_cast<uint64_t>(*i) : std::random_device{}();
+
+  i.reset();
+  DUET_API_TRY(read_int(f, "max_tokens", 1, std::numeric_limits<int32_t>::max(), i));
+  if (chat && !i) DUET_API_TRY(read_int(f, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), i));
+  if (chat && !i) f.get("max_completion_tokens");
+  if (i) out.max_tokens = static_cast<int32_t>(*i);
+
+  i.reset();
+  DUET_API_TRY(read_int(f, "n", 1, 1000000, i));
+  if (i && *i != 1) return invalid("only n=1 is supported", "n");
+  if (!chat) {
+    i.reset();
+    DUET_API_TRY(read_int(f, "best_of", 1, 1000000, i));
+    if (i && *i != 1) return invalid("only best_of=1 is supported", "best_of");
+    bool echo = false;
+    DUET_API_TRY(read_bool(f, "echo", echo));
+    if (echo) return invalid("echo is not supported", "echo");
+    if (f.get("suffix")) return invalid("suffix is not supported", "suffix");
+  }
+
+  DUET_API_TRY(read_bool(f, "stream", out.stream));
+  if (const json* so = f.get("stream_options")) {
+    if (!so->is_object()) return wrong_type("stream_options", "an object");
+    if (!out.stream) return invalid("'stream_options' is only allowed with stream: true", "stream_options");
+    Fields sf(*so);
+    DUET_API_TRY(read_bool(sf, "include_usage", out.include_usage));
+    if (auto u = sf.unknown()) return invalid("unknown field '" + *u + "' in stream_options", "stream_options." + *u);
+  }
+  DUET_API_TRY(read_stop(f, out.params.stop));
+  DUET_API_TRY(read_bool(f, "ignore_eos", out.params.ignore_eos));
+
+  if (chat) {
+    bool want = false;
+    DUET_API_TRY(read_bool(f, "logprobs", want));
+    i.reset();
+    DUET_API_TRY(read_int(f, "top_logprobs", 0, 20, i));
+    if (i && !want) return invalid("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (want) out.logprobs = i ? static_cast<int32_t>(*i) : 0;
+  } else {
+    i.reset();
+    DUET_API_TRY(read_int(f, "logprobs", 0, 5, i));
+    if (i) out.logprobs = static_cast<int32_t>(*i);
+  }
+  out.params.logprobs = out.logprobs;
+
+  if (const json* lb = f.get("logit_bias")) {
+    if (!lb->is_object()) return wrong_type("logit_bias", "an object");
+    if (!lb->empty()) return invalid("logit_bias is not supported", "logit_bias");
+  }
+  if (const json* u = f.get("user"); u && !u->is_string()) return wrong_type("user", "a string");
+  if (chat) {
+    if (f.get("tools") || f.get("functions")) return invalid("tools are not supported", "tools");
+    f.get("tool_choice");
+    f.get("parallel_tool_calls");
+    if (const json* rf = f.get("response_format")) {
+      if (!rf->is_object() || rf->value("type", "") != "text")
+        return invalid("only response_format {\"type\": \"text\"} is supported", "response_format");
+    }
+  }
+  if (auto u = f.unknown()) return invalid("unknown field '" + *u + "'", *u);
+  return std::nullopt;
+}
+
+}  // namespace duet::server

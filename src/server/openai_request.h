@@ -1,0 +1,42 @@
+// Parsing and validating the bodies of POST /v1/completions and
+// /v1/chat/completions. Strict: wrong types, out-of-range values and unknown
+// fields are 400s naming the field. Besides OpenAI's fields, vLLM's sampling
+// extensions top_k, min_p, repetition_penalty and ignore_eos are accepted.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/api_error.h"
+
+namespace duet::server {
+
+struct ChatMessage {
+  std::string role;  // system, user or assistant
+  std::string content;
+};
+
+struct GenerateRequest {
+  bool chat = false;
+  std::string model;
+  std::string prompt;                 // completions: prompt text
+  std::vector<int32_t> prompt_ids;    // completions: prompt given as token ids
+  bool prompt_is_ids = false;
+  std::vector<ChatMessage> messages;  // chat
+  std::optional<int32_t> max_tokens;
+  bool stream = false;
+  bool include_usage = false;
+  // Completions: top alternatives per token (0-5); chat: logprobs true and
+  // top_logprobs alternatives (0-20). -1: off.
+  int32_t logprobs = -1;
+  RequestParams params;  // sampling, stop, ignore_eos (max_tokens set later)
+};
+
+// Fills `out` from the JSON body; the error names the first problem.
+std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
+                                               GenerateRequest& out);
+
+}  // namespace duet::server

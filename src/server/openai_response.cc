@@ -1,0 +1,124 @@
+#include "server/openai_response.h"
+
+namespace duet::server {
+
+using nlohmann::json;
+
+const char* openai_finish_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength:
+    case FinishReason::kContext: return "length";
+    default: return nullptr;
+  }
+}
+
+json usage_json(const RequestTimings& t) {
+  return {{"prompt_tokens", t.n_prompt},
+          {"completion_tokens", t.n_generated},
+          {"total_tokens", t.n_prompt + t.n_generated},
+          {"prompt_tokens_details", {{"cached_tokens", t.n_cached}}}};
+}
+
+namespace {
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+void LogprobsBuilder::add(const TokenEvent& ev) {
+  const Tokenizer& tok = *shape_.tokenizer;
+  const std::string piece = tok.decode_piece(ev.token);
+  ++n_;
+  if (shape_.chat) {
+    json top = json::array();
+    for (const TokenLogprob& t : ev.top_logprobs) {
+      const std::string p = tok.decode_piece(t.token);
+      top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", bytes_of(p)}});
+    }
+    content_.push_back({{"token", piece}, {"logprob", ev.logprob}, {"bytes", bytes_of(piece)},
+                        {"top_logprobs", top}});
+    return;
+  }
+  json top = json::object();
+  for (const TokenLogprob& t : ev.top_logprobs) {
+    const std::string p = tok.decode_piece(t.token);
+    if (!top.contains(p)) top[p] = t.logprob;
+  }
+  tokens_.push_back(piece);
+  token_logprobs_.push_back(ev.logprob);
+  top_.push_back(top);
+  offsets_.push_back(offset_);
+  offset_ += static_cast<int64_t>(piece.size());
+}
+
+json LogprobsBuilder::take() {
+  json out;
+  if (shape_.chat) {
+    out = {{"content", std::move(content_)}};
+    content_ = json::array();
+  } else {
+    out = {{"tokens", std::move(tokens_)},
+           {"token_logprobs", std::move(token_logprobs_)},
+           {"top_logprobs", std::move(top_)},
+           {"text_offset", std::move(offsets_)}};
+    tokens_ = token_logprobs_ = top_ = offsets_ = json::array();
+  }
+  n_ = 0;
+  return out;
+}
+
+namespace {
+
+json finish_json(FinishReason r) {
+  const char* s = openai_finish_reason(r);
+  return s ? json(s) : json(nullptr);
+}
+
+}  // namespace
+
+json full_response(const ResponseShape& shape, const std::string& text, FinishReason reason,
+                   json logprobs, const RequestTimings& timings) {
+  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(reason)}};
+  if (shape.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else choice["text"] = text;
+  return {{"id", shape.id},
+          {"object", shape.chat ? "chat.completion" : "text_completion"},
+          {"created", shape.created},
+          {"model", shape.model},
+          {"choices", json::array({choice})},
+          {"usage", usage_json(timings)}};
+}
+
+json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
+                  FinishReason finish, json logprobs) {
+  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(finish)}};
+  if (shape.chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (first || !text.empty() || finish == FinishReason::kNone) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  return {{"id", shape.id},
+          {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", shape.created},
+          {"model", shape.model},
+          {"choices", json::array({choice})}};
+}
+
+json usage_chunk(const ResponseShape& shape, const RequestTimings& timings) {
+  return {{"id", shape.id},
+          {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", shape.created},
+          {"model", shape.model},
+          {"choices", json::array()},
+          {"usage", usage_json(timings)}};
+}
+
+}  // namespace duet::server

@@ -1,0 +1,58 @@
+// The JSON of OpenAI's responses: whole completions, streaming chunks,
+// logprobs in the completions and the chat shapes, usage.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace duet::server {
+
+// Everything that is the same across one response's chunks.
+struct ResponseShape {
+  bool chat = false;
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+  bool logprobs = false;
+  const Tokenizer* tokenizer = nullptr;
+};
+
+// "stop" or "length"; nullptr for reasons that are not a normal end.
+const char* openai_finish_reason(FinishReason r);
+
+nlohmann::json usage_json(const RequestTimings& t);
+
+// Collects logprobs of successive tokens in the endpoint's shape.
+class LogprobsBuilder {
+ public:
+  explicit LogprobsBuilder(const ResponseShape& shape) : shape_(shape) {}
+  void add(const TokenEvent& ev);
+  bool empty() const { return n_ == 0; }
+  // The collected entries; starts afresh (text offsets keep counting).
+  nlohmann::json take();
+
+ private:
+  const ResponseShape& shape_;
+  nlohmann::json tokens_ = nlohmann::json::array(), token_logprobs_ = nlohmann::json::array(),
+                 top_ = nlohmann::json::array(), offsets_ = nlohmann::json::array(),
+                 content_ = nlohmann::json::array();
+  int64_t offset_ = 0;
+  int32_t n_ = 0;
+};
+
+// A whole (non-streamed) response.
+nlohmann::json full_response(const ResponseShape& shape, const std::string& text, FinishReason reason,
+                             nlohmann::json logprobs, const RequestTimings& timings);
+
+// One streamed chunk; finish may be kNone (finish_reason null).
+nlohmann::json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
+                            FinishReason finish, nlohmann::json logprobs);
+// The last chunk with stream_options.include_usage: no choices, the usage.
+nlohmann::json usage_chunk(const ResponseShape& shape, const RequestTimings& timings);
+
+}  // namespace duet::server

@@ -1,0 +1,256 @@
+#include "server/openai_server.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <mutex>
+
+#include "server/api_error.h"
+#include "server/chat_prompt.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/prometheus.h"
+
+namespace duet::server {
+
+using nlohmann::json;
+
+namespace {
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(dump(e.to_json()), "application/json");
+}
+
+ApiError error_for_status(int status, const httplib::Request& req, size_t max_body) {
+  switch (status) {
+    case 404: return {404, "unknown route: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"};
+    case 405: return {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"};
+    case 413:
+      return {413, "the request body is larger than " + std::to_string(max_body) + " bytes",
+              "invalid_request_error", "", "payload_too_large"};
+    case 414: return {414, "the request URI is too long", "invalid_request_error", "", "uri_too_long"};
+    default:
+      if (status >= 500) return {status, "internal server error", "server_error", "", ""};
+      return {status, "malformed HTTP request", "invalid_request_error", "", ""};
+  }
+}
+
+// What the engine thread hands to the HTTP thread serving one request.
+struct Channel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<TokenEvent> events;  // timings pointers cleared
+  RequestTimings timings;         // set with the finishing event
+  bool finished = false;
+  int64_t id = 0;
+
+  void push(const TokenEvent& ev) {
+    std::lock_guard lock(mu);
+    events.push_back(ev);
+    events.back().timings = nullptr;
+    if (ev.finished) {
+      timings = *ev.timings;
+      finished = true;
+    }
+    cv.notify_one();
+  }
+};
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config)
+    : model_(model), loop_(loop), config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
+  routes();
+}
+
+OpenAiServer::~OpenAiServer() { stop(); }
+
+Result<int> OpenAiServer::bind() {
+  if (config_.port == 0) {
+    const int port = http_->bind_to_any_port(config_.host);
+    if (port <= 0) return err("cannot listen on ", config_.host, " (any port)");
+    return port;
+  }
+  if (!http_->bind_to_port(config_.host, config_.port))
+    return err("cannot listen on ", config_.host, ":", config_.port, " (in use, or not an address here?)");
+  return config_.port;
+}
+
+bool OpenAiServer::listen() { return http_->listen_after_bind(); }
+
+void OpenAiServer::stop() { http_->stop(); }
+
+void OpenAiServer::routes() {
+  httplib::Server& s = *http_;
+  const size_t threads = static_cast<size_t>(std::max(4, config_.http_threads));
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_payload_max_length(config_.max_body_bytes);
+  s.set_read_timeout(config_.read_timeout_s, 0);
+  s.set_write_timeout(config_.read_timeout_s, 0);
+  s.set_keep_alive_timeout(5);
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (config_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + config_.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, {401,
+                     req.has_header("Authorization") ? "incorrect API key provided"
+                                                     : "missing API key (Authorization: Bearer ...)",
+                     "invalid_request_error", "", "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Statuses httplib sets itself (404, 413, a malformed request) get an
+  // OpenAI error body too.
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (res.body.empty()) send_error(res, error_for_status(res.status, req, config_.max_body_bytes));
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, {500, "internal server error", "server_error", "", ""});
+  });
+
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json model = {{"id", config_.model_name}, {"object", "model"}, {"created", 0},
+                        {"owned_by", "duet"}, {"max_model_len", loop_.engine().ctx()}};
+    res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, false);
+  });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, true);
+  });
+}
+
+void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return send_error(res, invalid("the request body is not valid JSON"));
+  GenerateRequest r;
+  if (auto e = parse_generate_request(body, chat, r)) return send_error(res, *e);
+
+  const Tokenizer& tok = model_.tokenizer();
+  std::vector<int32_t> prompt;
+  if (chat) {
+    if (Status st = chat_supported(model_); !st) return send_error(res, invalid(st.error().message, "messages"));
+    prompt = tok.encode(llama2_chat_prompt(r.messages), /*add_bos=*/false, /*parse_special=*/true);
+  } else if (r.prompt_is_ids) {
+    prompt = std::move(r.prompt_ids);
+  } else {
+    prompt = tok.encode(r.prompt, tok.add_bos_default());
+  }
+  const int32_t ctx = loop_.engine().ctx();
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  if (n_prompt >= ctx)
+    return send_error(res, invalid("the prompt has " + std::to_string(n_prompt) +
+                                       " tokens; this model's context is " + std::to_string(ctx) +
+                                       " tokens, and at least one must be left to generate",
+                                   chat ? "messages" : "prompt", "context_length_exceeded"));
+  // Completions default to 16 tokens (OpenAI's legacy default), chat to the
+  // rest of the context; generation also stops when the context is full.
+  r.params.max_tokens = r.max_tokens ? *r.max_tokens : (chat ? ctx - n_prompt : 16);
+
+  if (!loop_.try_reserve()) {
+    res.set_header("Retry-After", "1");
+    return send_error(res, {503, "the server is busy: its request queue is full; retry later",
+                            "server_error", "", "queue_full"});
+  }
+  auto channel = std::make_shared<Channel>();
+  auto id = loop_.submit(std::move(prompt), r.params, [channel](const TokenEvent& ev) { channel->push(ev); });
+  if (!id) return send_error(res, invalid(id.error().message, chat ? "messages" : "prompt"));
+  channel->id = *id;
+
+  auto shape = std::make_shared<ResponseShape>();
+  shape->chat = chat;
+  shape->id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++);
+  shape->created = static_cast<int64_t>(std::time(nullptr));
+  shape->model = r.model.empty() ? config_.model_name : r.model;
+  shape->logprobs = r.logprobs >= 0;
+  shape->tokenizer = &tok;
+
+  if (!r.stream) {
+    std::string text;
+    LogprobsBuilder logprobs(*shape);
+    std::unique_lock lock(channel->mu);
+    for (;;) {
+      channel->cv.wait(lock, [&] { return !channel->events.empty(); });
+      const TokenEvent ev = std::move(channel->events.front());
+      channel->events.pop_front();
+      text += ev.text;
+      if (ev.token >= 0 && shape->logprobs) logprobs.add(ev);
+      if (!ev.finished) continue;
+      if (ev.reason == FinishReason::kError)
+        return send_error(res, {500, ev.error, "server_error", "", ""});
+      res.set_content(dump(full_response(*shape, text, ev.reason,
+                                         shape->logprobs ? logprobs.take() : json(nullptr),
+                                         channel->timings)),
+                      "application/json");
+      return;
+    }
+  }
+
+  const bool include_usage = r.include_usage;
+  auto logprobs = std::make_shared<LogprobsBuilder>(*shape);
+  auto first = std::make_shared<bool>(true);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [channel, shape, logprobs, first, include_usage](size_t, httplib::DataSink& sink) {
+        std::deque<TokenEvent> events;
+        {
+          std::unique_lock lock(channel->mu);
+          channel->cv.wait_for(lock, std::chrono::milliseconds(250),
+                               [&] { return !channel->events.empty(); });
+          events.swap(channel->events);
+        }
+        if (*first && shape->chat) {
+          // The role comes first, as OpenAI sends it.
+          *first = false;
+          const std::string role = sse(stream_chunk(*shape, "", true, FinishReason::kNone, nullptr));
+          if (!sink.write(role.data(), role.size())) return false;
+        }
+        for (const TokenEvent& ev : events) {
+          if (ev.token >= 0 && shape->logprobs) logprobs->add(ev);
+          std::string out;
+          if (ev.finished && ev.reason == FinishReason::kError) {
+            out = sse(ApiError{500, ev.error, "server_error", "", ""}.to_json());
+          } else if (ev.finished) {
+            if (!ev.text.empty() || !logprobs->empty())
+              out += sse(stream_chunk(*shape, ev.text, false, FinishReason::kNone,
+                                      logprobs->empty() ? json(nullptr) : logprobs->take()));
+            out += sse(stream_chunk(*shape, "", false, ev.reason, nullptr));
+            if (include_usage) out += sse(usage_chunk(*shape, channel->timings));
+          } else if (!ev.text.empty() || !logprobs->empty()) {
+            out = sse(stream_chunk(*shape, ev.text, false, FinishReason::kNone,
+                                   logprobs->empty() ? json(nullptr) : logprobs->take()));
+          }
+          if (ev.finished) out += "data: [DONE]\n\n";
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          if (ev.finished) {
+            sink.done();
+            return true;
+          }
+        }
+        return true;
+      },
+      [this, channel](bool) {
+        // Whatever ended the response (a vanished client, a write timeout,
+        // shutdown) ends the request; a finished one ignores the cancel.
+        bool finished;
+        {
+          std::lock_guard lock(channel->mu);
+          finished = channel->finished;
+        }
+        if (!finished) loop_.cancel(channel->id);
+      });
+}
+
+}  // namespace duet::server

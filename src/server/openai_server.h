@@ -1,0 +1,56 @@
+// duet's HTTP server (cpp-httplib): the OpenAI-compatible API over an
+// EngineLoop. POST /v1/completions and /v1/chat/completions (streamed as
+// Server-Sent Events or whole), GET /v1/models, /health and /metrics
+// (Prometheus). Errors are OpenAI error JSON with the matching status; a
+// streaming client that goes away cancels its request.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "engine/engine_loop.h"
+#include "model/model.h"
+
+
+namespace duet::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;                  // 0: any free port
+  std::string api_key;              // empty: no authentication
+  std::string model_name;           // what /v1/models lists and responses name
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  int read_timeout_s = 10;          // a client that stalls mid-request is dropped
+  int32_t http_threads = 64;        // connections served at once
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config);
+  ~OpenAiServer();
+
+  // Binds the listening socket; returns the port (the chosen one for port 0).
+  Result<int> bind();
+  // Serves until stop(); returns false if the server failed.
+  bool listen();
+  // Any thread: stops accepting, ends listen().
+  void stop();
+
+ private:
+  void routes();
+  void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+
+  Model& model_;
+  EngineLoop& loop_;
+  ServerConfig config_;
+  std::unique_ptr<httplib::Server> http_;
+  std::atomic<int64_t> next_id_{1};
+};
+
+}  // namespace duet::server

@@ -1,0 +1,73 @@
+#include "server/prometheus.h"
+
+#include <cstdio>
+
+#include "kv/block_table.h"
+
+namespace duet::server {
+
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double v) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+  out += buf;
+}
+
+void histogram(std::string& out, const char* name, const char* help, const Histogram& h) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  out += buf;
+  int64_t cum = 0;
+  for (size_t i = 0; i < h.upper_bounds().size(); ++i) {
+    cum += h.counts()[i];
+    std::snprintf(buf, sizeof buf, "%s_bucket{le=\"%g\"} %lld\n", name, h.upper_bounds()[i],
+                  static_cast<long long>(cum));
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.17g\n%s_count %lld\n", name,
+                static_cast<long long>(h.count()), name, h.sum(), name,
+                static_cast<long long>(h.count()));
+  out += buf;
+}
+
+}  // namespace
+
+std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
+  std::string out;
+  metric(out, "duet_requests_in_flight", "gauge", "Requests accepted and not finished", in_flight);
+  metric(out, "duet_requests_waiting", "gauge", "Requests queued for the engine", m.waiting);
+  metric(out, "duet_requests_running", "gauge", "Sequences in the running batch", m.running);
+  out += "# HELP duet_requests_finished_total Finished requests by reason\n"
+         "# TYPE duet_requests_finished_total counter\n";
+  const FinishReason reasons[] = {FinishReason::kStop, FinishReason::kLength, FinishReason::kContext,
+                                  FinishReason::kCancelled, FinishReason::kError};
+  for (FinishReason r : reasons) {
+    out += std::string("duet_requests_finished_total{reason=\"") + finish_reason_name(r) + "\"} " +
+           std::to_string(m.finished_by_reason[static_cast<size_t>(r)]) + "\n";
+  }
+  metric(out, "duet_prompt_tokens_total", "counter", "Prompt tokens submitted", static_cast<double>(m.prompt_tokens));
+  metric(out, "duet_generation_tokens_total", "counter", "Tokens generated", static_cast<double>(m.generated_tokens));
+  metric(out, "duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
+         m.generated_tokens_per_second);
+  metric(out, "duet_preemptions_total", "counter", "Sequences preempted for KV blocks", static_cast<double>(m.preemptions));
+  metric(out, "duet_engine_steps_total", "counter", "Batched forward passes", static_cast<double>(m.steps));
+  metric(out, "duet_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
+         static_cast<double>(m.prefix_query_tokens));
+  metric(out, "duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",
+         static_cast<double>(m.prefix_hit_tokens));
+  metric(out, "duet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / queries (tokens)", m.prefix_hit_rate());
+  metric(out, "duet_kv_blocks_total", "gauge", "KV cache blocks", m.kv_blocks_total);
+  metric(out, "duet_kv_blocks_used", "gauge", "KV blocks held by sequences", m.kv_blocks_used);
+  metric(out, "duet_kv_blocks_cached", "gauge", "Unreferenced KV blocks kept for the prefix cache", m.kv_blocks_cached);
+  metric(out, "duet_kv_blocks_free", "gauge", "KV blocks neither used nor cached", m.kv_blocks_free);
+  metric(out, "duet_kv_tokens_stored", "gauge", "Token slots filled in used KV blocks",
+         static_cast<double>(m.kv_tokens_stored));
+  metric(out, "duet_kv_token_slots_used", "gauge", "Token slots of used KV blocks",
+         static_cast<double>(m.kv_blocks_used) * kBlockTokens);
+  histogram(out, "duet_time_to_first_token_seconds", "Time from submission to the first token", m.ttft);
+  histogram(out, "duet_inter_token_latency_seconds", "Time between consecutive tokens of a request", m.itl);
+  return out;
+}
+
+}  // namespace duet::server

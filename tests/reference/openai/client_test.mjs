@@ -1,0 +1,126 @@
+// The official OpenAI client against a running `duet serve` (stories260K):
+// completions and chat, whole and streamed, stop sequences, max_tokens,
+// logprobs, usage and error statuses. Usage: node client_test.mjs BASE_URL API_KEY
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const [baseURL, apiKey] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0 });
+const model = 'stories260K';
+
+async function check(name, fn) {
+  await fn();
+  console.log(`ok ${name}`);
+}
+
+await check('models', async () => {
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, model);
+});
+
+let full;
+await check('completion', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0 });
+  full = r.choices[0].text;
+  // llama2.c's greedy continuation for stories260K.
+  assert.ok(full.startsWith(', there was a little girl named Lily.'), full);
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 30);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 30);
+});
+
+await check('completion stream with usage', async () => {
+  const stream = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '', finish = null, usage = null, chunks = 0;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    ++chunks;
+  }
+  assert.equal(text, full);
+  assert.equal(finish, 'length');
+  assert.equal(usage.completion_tokens, 30);
+  assert.ok(chunks > 10, `only ${chunks} chunks`);
+});
+
+await check('stop sequences', async () => {
+  const r = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, stop: ['girl', 'unicorn'],
+  });
+  assert.equal(r.choices[0].text, full.slice(0, full.indexOf('girl')));
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const stream = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, stop: 'girl', stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) for (const c of chunk.choices) text += c.text;
+  assert.equal(text, r.choices[0].text);
+});
+
+await check('max_tokens', async () => {
+  const r = await client.completions.create({ model, prompt: 'The cat', max_tokens: 3, temperature: 0 });
+  assert.equal(r.usage.completion_tokens, 3);
+  assert.equal(r.choices[0].finish_reason, 'length');
+});
+
+await check('completion logprobs', async () => {
+  const r = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 3,
+  });
+  const lp = r.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 8);
+  assert.equal(lp.tokens.join(''), r.choices[0].text);
+  for (let i = 0; i < 8; ++i) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    const top = Object.entries(lp.top_logprobs[i]).sort((a, b) => b[1] - a[1]);
+    assert.equal(top[0][0], lp.tokens[i]);  // greedy takes the most likely
+  }
+});
+
+let chatText;
+await check('chat', async () => {
+  const r = await client.chat.completions.create({
+    model, temperature: 0, max_tokens: 16, logprobs: true, top_logprobs: 2,
+    messages: [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'A dog' }],
+  });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  chatText = r.choices[0].message.content;
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  assert.equal(content[0].top_logprobs.length, 2);
+});
+
+await check('chat stream with usage', async () => {
+  const stream = await client.chat.completions.create({
+    model, temperature: 0, max_tokens: 16, stream: true, stream_options: { include_usage: true },
+    messages: [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'A dog' }],
+  });
+  let text = '', usage = null, role = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) role = c.delta.role;
+      text += c.delta.content ?? '';
+    }
+  }
+  assert.equal(role, 'assistant');
+  assert.equal(text, chatText);
+  assert.ok(usage.completion_tokens > 0);
+});
+
+await check('errors', async () => {
+  await assert.rejects(
+    client.completions.create({ model, prompt: 'x', n: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n');
+  const wrong = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+});
+
+console.log('all ok');
