@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "kernels/roofline.h"
 #include "model/model.h"
 
 namespace duet::cli {
@@ -17,12 +18,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
-  std::string model;
+  std::vector<std::string> models;
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
   int32_t reps = 3;
-  int32_t threads = 0;
+  std::string threads_list = "0";
   bool json = false;
+  bool roofline = false;
 };
 
 struct Spread {
@@ -64,12 +66,14 @@ double time_phase(Model& m, ThreadPool& pool, KvCache& cache, const std::vector<
   return secs;
 }
 
-int run(const BenchOptions& o) {
-  if (o.n_prompt < 0 || o.n_gen < 0 || o.reps < 1) return fail(err("-p, -n must be >= 0 and -r >= 1"));
-  auto loaded = Model::load(o.model);
-  if (!loaded) return fail(loaded.error());
-  Model& m = **loaded;
-  ThreadPool pool(o.threads);
+struct PhaseResult {
+  std::string test;
+  int32_t n = 0;
+  bool decode = false;
+  std::vector<double> tps;
+};
+
+std::vector<PhaseResult> bench_model(Model& m, ThreadPool& pool, const BenchOptions& o) {
   const int32_t max_tokens = std::max(o.n_prompt, o.n_gen);
   KvCache cache(m.kv_shape(), blocks_for_tokens(std::max(1, max_tokens)));
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
@@ -78,59 +82,103 @@ int run(const BenchOptions& o) {
   std::vector<int32_t> ids(static_cast<size_t>(max_tokens));
   for (int32_t& t : ids) t = pick(rng);
 
-  struct Phase {
-    const char* name;
-    int32_t n;
-    bool decode;
-    std::vector<double> tps;
-  };
-  std::vector<Phase> phases;
-  if (o.n_prompt > 0) phases.push_back({"pp", o.n_prompt, false, {}});
-  if (o.n_gen > 0) phases.push_back({"tg", o.n_gen, true, {}});
-  for (Phase& p : phases) {
-    std::vector<int32_t> prefix(ids.begin(), ids.begin() + p.n);
-    time_phase(m, pool, cache, std::vector<int32_t>(prefix.begin(), prefix.begin() + std::min(p.n, 8)),
-               p.decode, logits);  // warm-up: page in weights
-    for (int32_t r = 0; r < o.reps; ++r) p.tps.push_back(p.n / time_phase(m, pool, cache, prefix, p.decode, logits));
+  std::vector<PhaseResult> out;
+  if (o.n_prompt > 0) out.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, false, {}});
+  if (o.n_gen > 0) out.push_back({"tg" + std::to_string(o.n_gen), o.n_gen, true, {}});
+  for (PhaseResult& p : out) {
+    const std::vector<int32_t> prefix(ids.begin(), ids.begin() + p.n);
+    const std::vector<int32_t> warm(prefix.begin(), prefix.begin() + std::min(p.n, 8));
+    time_phase(m, pool, cache, warm, p.decode, logits);  // pages the weights in
+    for (int32_t r = 0; r < o.reps; ++r)
+      p.tps.push_back(p.n / time_phase(m, pool, cache, prefix, p.decode, logits));
   }
+  return out;
+}
 
-  const double weight_gb = static_cast<double>(m.weight_bytes_per_pass()) / 1e9;
-  const double gflop_per_tok = m.matmul_flops_per_token() / 1e9;
-  nlohmann::json results = nlohmann::json::array();
-  if (!o.json)
-    std::printf("| model | threads | test | t/s | GB/s (weights) | GFLOP/s |\n|---|---|---|---|---|---|\n");
-  for (const Phase& p : phases) {
-    const Spread s = spread(p.tps);
-    // Decode streams every weight once per token; prefill reuses each weight
-    // across the whole batch, so only its FLOP rate is meaningful.
-    const double gbs = p.decode ? s.mean * weight_gb : 0.0;
-    const double gflops = s.mean * gflop_per_tok;
-    const std::string test = std::string(p.name) + std::to_string(p.n);
-    results.push_back({{"test", test}, {"n_tokens", p.n}, {"tok_s", s.mean}, {"tok_s_stdev", s.stdev},
-                       {"samples_tok_s", p.tps}, {"weight_gb_s", gbs}, {"gflop_s", gflops}});
-    if (!o.json)
-      std::printf("| %s | %d | %s | %.2f ± %.2f | %s | %.1f |\n", m.config().name.c_str(), pool.size(),
-                  test.c_str(), s.mean, s.stdev, p.decode ? std::to_string(gbs).substr(0, 6).c_str() : "-",
-                  gflops);
+// The weight type that dominates the model's bytes (the FFN's).
+DType main_dtype(const Model& m) {
+  const TensorView* t = m.file().tensor("blk.0.ffn_gate.weight");
+  return t ? t->dtype : DType::F32;
+}
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+int run(const BenchOptions& o) {
+  if (o.n_prompt < 0 || o.n_gen < 0 || o.reps < 1) return fail(err("-p, -n must be >= 0 and -r >= 1"));
+  auto threads = parse_token_ids(o.threads_list);  // a list of non-negative integers
+  if (!threads || threads->empty()) return fail(err("-t expects thread counts like 1,2"));
+  nlohmann::json all = nlohmann::json::array();
+  if (!o.json) {
+    std::printf("| model | type | threads | test | t/s | achieved | ceiling | %% of ceiling | bound |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
   }
-  if (o.json) {
-    nlohmann::json j = {{"model", o.model}, {"name", m.config().name}, {"threads", pool.size()},
-                        {"weight_bytes_per_token", m.weight_bytes_per_pass()},
-                        {"flops_per_token", m.matmul_flops_per_token()}, {"results", results}};
-    std::printf("%s\n", j.dump(2).c_str());
+  for (int32_t n_threads : *threads) {
+    ThreadPool pool(n_threads);
+    Roofline roof;
+    if (o.roofline) roof = measure_roofline(pool);
+    if (o.roofline && !o.json)
+      std::printf("| (machine) | - | %d | roofline | - | read %.1f GB/s, FMA %.0f GFLOP/s, int8 %.0f GOP/s | | | |\n",
+                  pool.size(), roof.read_gb_s, roof.fma_gflop_s, roof.int8_gop_s);
+    for (const std::string& path : o.models) {
+      auto loaded = Model::load(path);
+      if (!loaded) return fail(loaded.error());
+      Model& m = **loaded;
+      const DType wtype = main_dtype(m);
+      const std::vector<PhaseResult> phases = bench_model(m, pool, o);
+      const double weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
+      const double kv_bytes_per_pos = static_cast<double>(m.kv_shape().n_layers) * 2 *
+                                      m.kv_shape().n_kv_heads * m.kv_shape().head_dim * sizeof(float);
+      for (const PhaseResult& p : phases) {
+        const Spread s = spread(p.tps);
+        // Decode streams every weight (and the KV so far) once per token: judge
+        // it in bytes/s. Prefill reuses each weight across the batch: judge it in
+        // FLOP/s against the FMA peak (float weights) or the int8-dot peak.
+        const double bytes_per_tok = weight_bytes + kv_bytes_per_pos * p.n / 2.0;
+        const double achieved = p.decode ? s.mean * bytes_per_tok / 1e9 : s.mean * m.matmul_flops_per_token() / 1e9;
+        const double ceiling = !o.roofline ? 0.0
+                               : p.decode ? roof.read_gb_s
+                               : is_float_type(wtype) ? roof.fma_gflop_s : roof.int8_gop_s;
+        const char* unit = p.decode ? "GB/s" : "GFLOP/s";
+        const double pct = ceiling > 0 ? 100.0 * achieved / ceiling : 0.0;
+        nlohmann::json j = {{"model", path}, {"name", m.config().name}, {"type", dtype_name(wtype)},
+                            {"threads", pool.size()}, {"test", p.test}, {"n_tokens", p.n},
+                            {"tok_s", s.mean}, {"tok_s_stdev", s.stdev}, {"samples_tok_s", p.tps},
+                            {"achieved", achieved}, {"unit", unit}};
+        if (o.roofline)
+          j.update({{"ceiling", ceiling}, {"percent_of_ceiling", pct},
+                    {"bound", p.decode ? "memory bandwidth" : "compute"},
+                    {"roofline", {{"read_gb_s", roof.read_gb_s}, {"fma_gflop_s", roof.fma_gflop_s},
+                                  {"int8_gop_s", roof.int8_gop_s}}}});
+        all.push_back(j);
+        if (!o.json) {
+          std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.1f %s |", m.config().name.c_str(),
+                      std::string(dtype_name(wtype)).c_str(), pool.size(), p.test.c_str(), s.mean,
+                      s.stdev, achieved, unit);
+          if (o.roofline)
+            std::printf(" %.1f %s | %.0f%% | %s |\n", ceiling, unit, pct,
+                        p.decode ? "memory" : "compute");
+          else
+            std::printf(" - | - | - |\n");
+        }
+      }
+    }
   }
+  if (o.json) std::printf("%s\n", all.dump(2).c_str());
   return 0;
 }
 
 const bool registered = register_command(
     "bench", "Measure prefill and decode speed (like llama-bench pp/tg)", [](CLI::App& app) {
       auto o = std::make_shared<BenchOptions>();
-      app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();
+      app.add_option("-m,--model", o->models, "Model file(s) (GGUF); repeat for several")->required();
       app.add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for the prefill test (0: skip)")
           ->capture_default_str();
       app.add_option("-n,--n-gen", o->n_gen, "Tokens for the decode test (0: skip)")->capture_default_str();
       app.add_option("-r,--repetitions", o->reps, "Repetitions")->capture_default_str();
-      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+      app.add_option("-t,--threads", o->threads_list, "Thread counts, comma separated (0: all cores)")
+          ->capture_default_str();
+      app.add_flag("--roofline", o->roofline,
+                   "Measure this machine's bandwidth and peaks; report each phase against them");
       app.add_flag("--json", o->json, "Print JSON instead of a table");
       return [o] { return run(*o); };
     });

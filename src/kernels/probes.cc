@@ -1,0 +1,45 @@
+#include "kernels/probes.h"
+
+namespace duet {
+namespace {
+
+float sum_scalar(const float* x, size_t n) {
+  float acc[8] = {};
+  for (size_t i = 0; i < n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += x[i + static_cast<size_t>(j)];
+  float s = 0;
+  for (float a : acc) s += a;
+  return s;
+}
+
+double fma_scalar(int64_t iters, float* sink) {
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (int64_t i = 0; i < iters; ++i)
+    for (float& v : a) v = v * 0.999999f + 1e-7f;
+  *sink = a[0] + a[7];
+  return 2.0 * 8 * static_cast<double>(iters);
+}
+
+double int8_scalar(int64_t iters, int32_t* sink) {
+  int32_t acc[4] = {};
+  uint8_t a = 3;
+  int8_t b = -2;
+  for (int64_t i = 0; i < iters; ++i)
+    for (int32_t& v : acc) v += a * b;
+  *sink = acc[0] + acc[3];
+  return 2.0 * 4 * static_cast<double>(iters);
+}
+
+const ProbeKernels kScalar = {sum_scalar, fma_scalar, int8_scalar};
+
+}  // namespace
+
+const ProbeKernels& probe_kernels(CpuLevel level) {
+  switch (level) {
+    case CpuLevel::kAvx512: return probe_kernels_avx512();
+    case CpuLevel::kAvx2: return probe_kernels_avx2();
+    default: return kScalar;
+  }
+}
+
+}  // namespace duet

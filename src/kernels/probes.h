@@ -1,0 +1,28 @@
+// Probes of this machine's ceilings, for the roofline that `duet bench`
+// prints: how fast memory streams into the cores, and how many FMA and
+// int8-dot operations the cores retire. Each probe is per-thread work; the
+// caller runs it on every thread of a pool and adds the rates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu_features.h"
+
+namespace duet {
+
+struct ProbeKernels {
+  // Sums n floats (n a multiple of 64); the result keeps the reads alive.
+  float (*sum)(const float* x, size_t n);
+  // Runs `iters` rounds of independent FMAs; returns FLOPs done (2 per FMA lane).
+  double (*fma_flops)(int64_t iters, float* sink);
+  // Runs `iters` rounds of independent u8·s8 dot-accumulates (vpdpbusd where
+  // present); returns integer ops done (2 per byte product).
+  double (*int8_ops)(int64_t iters, int32_t* sink);
+};
+
+const ProbeKernels& probe_kernels(CpuLevel level);
+const ProbeKernels& probe_kernels_avx2();
+const ProbeKernels& probe_kernels_avx512();
+
+}  // namespace duet

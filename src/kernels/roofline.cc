@@ -1,0 +1,76 @@
+#include "kernels/roofline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <vector>
+
+#include "kernels/probes.h"
+
+namespace duet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class F>
+double best_seconds(int reps, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+Roofline measure_roofline(ThreadPool& pool, size_t bytes, int reps) {
+  const ProbeKernels& k = probe_kernels(active_cpu_level());
+  Roofline r;
+  r.threads = pool.size();
+
+  const size_t n = (bytes / sizeof(float)) / 64 * 64;
+  std::vector<float> buf(n);
+  // Each thread first touches the slice it will read, so pages are resident.
+  pool.run([&](int i, int nt) {
+    const size_t b = n * static_cast<size_t>(i) / nt / 64 * 64, e = n * (i + 1) / nt / 64 * 64;
+    std::fill(buf.begin() + static_cast<std::ptrdiff_t>(b), buf.begin() + static_cast<std::ptrdiff_t>(e), 1.0f);
+  });
+  std::atomic<float> sink{0};
+  const double read_s = best_seconds(reps, [&] {
+    pool.run([&](int i, int nt) {
+      const size_t b = n * static_cast<size_t>(i) / nt / 64 * 64, e = n * (i + 1) / nt / 64 * 64;
+      sink.fetch_add(k.sum(buf.data() + b, e - b));
+    });
+  });
+  r.read_gb_s = static_cast<double>(n * sizeof(float)) / read_s / 1e9;
+
+  constexpr int64_t kIters = 20'000'000;
+  std::atomic<double> work{0};
+  const double fma_s = best_seconds(reps, [&] {
+    work = 0;
+    pool.run([&](int, int) {
+      float s;
+      const double w = k.fma_flops(kIters, &s);
+      double cur = work.load();
+      while (!work.compare_exchange_weak(cur, cur + w)) {}
+      sink.fetch_add(s);
+    });
+  });
+  r.fma_gflop_s = work.load() / fma_s / 1e9;
+  const double int8_s = best_seconds(reps, [&] {
+    work = 0;
+    pool.run([&](int, int) {
+      int32_t s;
+      const double w = k.int8_ops(kIters, &s);
+      double cur = work.load();
+      while (!work.compare_exchange_weak(cur, cur + w)) {}
+      sink.fetch_add(static_cast<float>(s));
+    });
+  });
+  r.int8_gop_s = work.load() / int8_s / 1e9;
+  return r;
+}
+
+}  // namespace duet
