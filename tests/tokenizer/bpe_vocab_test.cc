@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "formats/gguf.h"
 #include "test_util.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/byte_unicode.h"
 
 namespace duet {
 namespace {
@@ -193,6 +195,28 @@ TEST(BpeVocab, InvalidUtf8BecomesReplacementCharacters) {
   EXPECT_EQ(tok->encode("a\x80" "b", false), tok->encode("a\xEF\xBF\xBD" "b", false));
   EXPECT_EQ(tok->encode("\xE2\x82" "x", false), tok->encode("\xEF\xBF\xBD" "x", false));
   EXPECT_EQ(tok->encode("\xC0\xAF", false), tok->encode("\xEF\xBF\xBD\xEF\xBF\xBD", false));
+}
+
+// Any bytes encode, and decode gives back the text with each ill-formed
+// subpart as U+FFFD: nothing lost, nothing added.
+TEST(BpeVocab, RandomBytesRoundTrip) {
+  std::mt19937 rng(5);
+  for (const char* name : {"gpt-2", "llama-bpe", "qwen2"}) {
+    const auto tok = load(vocab_path(name));
+    ASSERT_TRUE(tok);
+    for (int n = 0; n < 300; ++n) {
+      std::string s(rng() % 48, ' ');
+      for (char& c : s) {
+        const uint32_t r = rng() % 10;
+        c = static_cast<char>(r < 6 ? 0x20 + rng() % 0x5F : r < 7 ? rng() % 0x20 : 0x80 + rng() % 0x80);
+      }
+      std::vector<uint32_t> cps;
+      decode_utf8_lossy(s, cps);
+      std::string want;
+      for (uint32_t cp : cps) append_utf8(cp, want);
+      EXPECT_EQ(tok->decode(tok->encode(s, false)), want) << name;
+    }
+  }
 }
 
 TEST(BpeVocab, UnsupportedPreTokenizerIsAClearError) {
