@@ -444,7 +444,29 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
   DUET_ASSIGN(MappedFile mapped, MappedFile::open(path));
   GgufFile f;
   f.file_ = std::move(mapped);
+  f.path_ = path;
   DUET_TRY(GgufReader(f).read());
+  return f;
+}
+
+Result<GgufFile> GgufFile::assemble(std::string path,
+                                    std::vector<std::pair<std::string, GgufValue>> kv,
+                                    std::vector<TensorView> tensors,
+                                    std::shared_ptr<const void> backing) {
+  GgufFile f;
+  f.path_ = std::move(path);
+  f.version_ = 3;
+  for (auto& [key, value] : kv) {
+    if (!f.kv_.emplace(key, std::move(value)).second)
+      return err(f.path_, ": duplicate metadata key '", key, "'");
+    f.key_order_.push_back(key);
+  }
+  for (TensorView& t : tensors) {
+    if (!f.tensor_index_.emplace(t.name, f.tensors_.size()).second)
+      return err(f.path_, ": duplicate tensor '", t.name, "'");
+    f.tensors_.push_back(std::move(t));
+  }
+  f.backing_ = std::move(backing);
   return f;
 }
 

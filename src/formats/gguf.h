@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,10 +63,18 @@ struct GgufValue {
 class GgufFile {
  public:
   static Result<GgufFile> open(const std::string& path);
+  // Metadata and tensor views whose bytes live elsewhere (a Hugging Face
+  // folder's mapped safetensors, rows an import rearranged): the same
+  // interface as a file, so models and tokenizers load from either. `backing`
+  // owns the memory the views point into and lives as long as this object.
+  static Result<GgufFile> assemble(std::string path,
+                                   std::vector<std::pair<std::string, GgufValue>> kv,
+                                   std::vector<TensorView> tensors,
+                                   std::shared_ptr<const void> backing);
 
   uint32_t version() const { return version_; }
   size_t alignment() const { return alignment_; }
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
   size_t file_size() const { return file_.size(); }
   size_t data_offset() const { return data_offset_; }
 
@@ -97,6 +106,8 @@ class GgufFile {
 
  private:
   MappedFile file_;
+  std::string path_;
+  std::shared_ptr<const void> backing_;  // for assembled files
   uint32_t version_ = 0;
   size_t alignment_ = 32;
   size_t data_offset_ = 0;
@@ -116,6 +127,8 @@ class GgufWriter {
   Status add_tensor(const std::string& name, DType dtype, std::vector<int64_t> ne,
                     const void* data, size_t nbytes);
   Status write(const std::string& path) const;
+  // Metadata set so far, in insertion order.
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
 
  private:
   struct Tensor {
