@@ -1,0 +1,202 @@
+#include "formats/hf_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace duet {
+namespace {
+
+using nlohmann::json;
+
+// Far above any real model; keeps products of dimensions inside int64.
+constexpr int64_t kMaxDim = 1 << 20;
+
+// A key that is absent or null reads as its default.
+const json* field(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+Status read_int(const json& j, const char* key, const std::string& src, int64_t lo, int64_t hi,
+                int64_t* out, bool required) {
+  const json* v = field(j, key);
+  if (!v) {
+    if (required) return err(src, ": missing \"", key, "\"");
+    return {};
+  }
+  if (!v->is_number_integer()) return err(src, ": \"", key, "\" must be an integer, not ", v->dump());
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) return err(src, ": \"", key, "\" = ", x, " is out of range (", lo, "..", hi, ")");
+  *out = x;
+  return {};
+}
+
+Status read_float(const json& j, const char* key, const std::string& src, double* out) {
+  const json* v = field(j, key);
+  if (!v) return {};
+  if (!v->is_number()) return err(src, ": \"", key, "\" must be a number, not ", v->dump());
+  *out = v->get<double>();
+  if (!std::isfinite(*out)) return err(src, ": \"", key, "\" is not finite");
+  return {};
+}
+
+Status read_bool(const json& j, const char* key, const std::string& src, bool* out) {
+  const json* v = field(j, key);
+  if (!v) return {};
+  if (!v->is_boolean()) return err(src, ": \"", key, "\" must be true or false, not ", v->dump());
+  *out = v->get<bool>();
+  return {};
+}
+
+// bos/eos ids: an integer, or (eos in Llama 3.1 configs) a list whose first
+// entry is the primary one.
+Status read_token_id(const json& j, const char* key, const std::string& src, int64_t* out) {
+  const json* v = field(j, key);
+  if (v && v->is_array() && !v->empty()) v = &(*v)[0];
+  if (!v) return {};
+  if (!v->is_number_integer() || v->get<int64_t>() < 0)
+    return err(src, ": \"", key, "\" must be a token id, not ", v->dump());
+  *out = v->get<int64_t>();
+  return {};
+}
+
+Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* rs) {
+  const json* v = field(j, "rope_scaling");
+  if (!v) return {};
+  if (!v->is_object()) return err(src, ": \"rope_scaling\" must be an object");
+  const json* type = field(*v, "rope_type");
+  if (!type) type = field(*v, "type");
+  if (!type || !type->is_string()) return err(src, ": rope_scaling has no \"rope_type\" string");
+  const std::string t = type->get<std::string>();
+  if (t == "default") return {};
+  if (t != "linear" && t != "llama3")
+    return err(src, ": rope_scaling type '", t, "' is not supported (supported: linear, llama3)");
+  rs->type = t;
+  DUET_TRY(read_float(*v, "factor", src, &rs->factor));
+  if (!field(*v, "factor")) return err(src, ": rope_scaling of type ", t, " needs \"factor\"");
+  if (!(rs->factor >= 1.0 && rs->factor <= 1024.0))
+    return err(src, ": rope_scaling factor ", rs->factor, " is out of range (1..1024)");
+  if (t == "llama3") {
+    DUET_TRY(read_float(*v, "low_freq_factor", src, &rs->low_freq_factor));
+    DUET_TRY(read_float(*v, "high_freq_factor", src, &rs->high_freq_factor));
+    DUET_TRY(read_int(*v, "original_max_position_embeddings", src, 1, 1 << 24,
+                      &rs->original_max_position_embeddings, false));
+    if (!(rs->low_freq_factor > 0 && rs->high_freq_factor > rs->low_freq_factor))
+      return err(src, ": rope_scaling needs 0 < low_freq_factor < high_freq_factor (got ",
+                 rs->low_freq_factor, ", ", rs->high_freq_factor, ")");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return err(src, ": not valid JSON");
+  if (!j.is_object()) return err(src, ": not a JSON object");
+  HfConfig c;
+  const json* archs = field(j, "architectures");
+  if (!archs || !archs->is_array() || archs->size() != 1 || !(*archs)[0].is_string())
+    return err(src, ": \"architectures\" must list one architecture");
+  c.hf_architecture = (*archs)[0].get<std::string>();
+  const bool qwen2 = c.hf_architecture == "Qwen2ForCausalLM";
+  const bool mistral = c.hf_architecture == "MistralForCausalLM";
+  if (c.hf_architecture != "LlamaForCausalLM" && !mistral && !qwen2)
+    return err(src, ": architecture ", c.hf_architecture,
+               " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+  c.gguf_arch = qwen2 ? "qwen2" : "llama";
+
+  if (const json* act = field(j, "hidden_act"); act && *act != "silu")
+    return err(src, ": hidden_act ", act->dump(), " is not supported (silu only)");
+  DUET_TRY(read_int(j, "vocab_size", src, 1, 1 << 24, &c.vocab_size, true));
+  DUET_TRY(read_int(j, "hidden_size", src, 1, kMaxDim, &c.hidden_size, true));
+  DUET_TRY(read_int(j, "intermediate_size", src, 1, 8 * kMaxDim, &c.intermediate_size, true));
+  DUET_TRY(read_int(j, "num_hidden_layers", src, 1, 4096, &c.num_hidden_layers, true));
+  DUET_TRY(read_int(j, "num_attention_heads", src, 1, kMaxDim, &c.num_attention_heads, true));
+  c.num_key_value_heads = c.num_attention_heads;
+  DUET_TRY(read_int(j, "num_key_value_heads", src, 1, kMaxDim, &c.num_key_value_heads, false));
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    return err(src, ": num_attention_heads ", c.num_attention_heads,
+               " is not a multiple of num_key_value_heads ", c.num_key_value_heads);
+  if (!field(j, "head_dim") && c.hidden_size % c.num_attention_heads != 0)
+    return err(src, ": hidden_size ", c.hidden_size, " does not divide into ",
+               c.num_attention_heads, " heads and head_dim is not given");
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  DUET_TRY(read_int(j, "head_dim", src, 2, kMaxDim, &c.head_dim, false));
+  if (c.head_dim % 2 != 0) return err(src, ": head_dim ", c.head_dim, " must be even for RoPE");
+  c.max_position_embeddings = 2048;
+  DUET_TRY(read_int(j, "max_position_embeddings", src, 1, 1 << 24, &c.max_position_embeddings, false));
+  DUET_TRY(read_float(j, "rope_theta", src, &c.rope_theta));
+  DUET_TRY(read_float(j, "rms_norm_eps", src, &c.rms_norm_eps));
+  if (!(c.rope_theta > 1.0) || !(c.rms_norm_eps > 0 && c.rms_norm_eps < 1))
+    return err(src, ": rope_theta ", c.rope_theta, " or rms_norm_eps ", c.rms_norm_eps,
+               " out of range");
+  DUET_TRY(read_bool(j, "tie_word_embeddings", src, &c.tie_word_embeddings));
+  c.qkv_bias = qwen2;
+  if (!qwen2) DUET_TRY(read_bool(j, "attention_bias", src, &c.qkv_bias));
+  bool mlp_bias = false;
+  DUET_TRY(read_bool(j, "mlp_bias", src, &mlp_bias));
+  if (mlp_bias) return err(src, ": mlp_bias is not supported");
+  DUET_TRY(read_rope_scaling(j, src, &c.rope_scaling));
+  DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
+  DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
+
+  if (mistral) {
+    c.sliding_window = 4096;  // MistralConfig's default; null turns it off
+    const auto it = j.find("sliding_window");
+    if (it != j.end() && it->is_null()) c.sliding_window = 0;
+    DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.sliding_window, false));
+  } else if (qwen2) {
+    // Qwen2 slides only from layer max_window_layers on; duet's window is
+    // model-wide, so a window over some layers but not others is refused.
+    bool use = false;
+    DUET_TRY(read_bool(j, "use_sliding_window", src, &use));
+    if (use) {
+      int64_t window = 4096, from_layer = 28;
+      DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &window, false));
+      DUET_TRY(read_int(j, "max_window_layers", src, 0, 4096, &from_layer, false));
+      if (from_layer == 0)
+        c.sliding_window = window;
+      else if (from_layer < c.num_hidden_layers)
+        return err(src, ": a sliding window over layers ", from_layer, "..",
+                   c.num_hidden_layers - 1, " only (max_window_layers) is not supported");
+    }
+  }
+  return c;
+}
+
+Result<HfConfig> read_hf_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return err(path, ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_hf_config(ss.str(), path);
+}
+
+std::vector<float> llama3_rope_divisors(const HfConfig& c) {
+  const HfRopeScaling& s = c.rope_scaling;
+  const double old_ctx = static_cast<double>(s.original_max_position_embeddings);
+  const double low_freq_wavelen = old_ctx / s.low_freq_factor;
+  const double high_freq_wavelen = old_ctx / s.high_freq_factor;
+  const int64_t half = c.head_dim / 2;
+  std::vector<float> div(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double freq = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / c.head_dim);
+    const double wavelen = 2.0 * M_PI / freq;
+    double d = 1.0;
+    if (wavelen > low_freq_wavelen) {
+      d = s.factor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth = (old_ctx / wavelen - s.low_freq_factor) /
+                            (s.high_freq_factor - s.low_freq_factor);
+      d = 1.0 / ((1.0 - smooth) / s.factor + smooth);
+    }
+    div[static_cast<size_t>(i)] = static_cast<float>(d);
+  }
+  return div;
+}
+
+}  // namespace duet

@@ -1,0 +1,58 @@
+// A Hugging Face model folder's config.json: the architecture and the
+// hyper-parameters of the llama family (LlamaForCausalLM, MistralForCausalLM,
+// Qwen2ForCausalLM), with the defaults of their transformers configuration
+// classes where a key is absent or null.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace duet {
+
+struct HfRopeScaling {
+  std::string type;              // "" (none), "linear" or "llama3"
+  double factor = 1.0;
+  // llama3 only.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct HfConfig {
+  std::string hf_architecture;  // "LlamaForCausalLM", ...
+  std::string gguf_arch;        // "llama" (Llama, Mistral) or "qwen2"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;                  // hidden_size / heads unless given
+  int64_t max_position_embeddings = 0;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;                 // Qwen2 always; Llama's attention_bias
+  int64_t sliding_window = 0;            // 0: full causal attention
+  HfRopeScaling rope_scaling;
+  int64_t bos_token_id = -1;             // -1: not given
+  int64_t eos_token_id = -1;             // the first when config.json lists several
+  // HF's rotate-half RoPE pairs (i, i + d/2); llama-arch GGUF pairs (2i, 2i+1),
+  // so Q/K rows are permuted on import. Qwen2's GGUF keeps the NeoX pairing.
+  bool permute_qk() const { return gguf_arch == "llama"; }
+};
+
+// `source` names the file in errors.
+Result<HfConfig> parse_hf_config(const std::string& json_text, const std::string& source);
+Result<HfConfig> read_hf_config(const std::string& path);
+
+// Llama 3.1 RoPE scaling as per-dimension divisors of the base frequencies
+// theta^(-2i/head_dim), i < head_dim/2 (GGUF's rope_freqs.weight): 1 for
+// wavelengths shorter than original_ctx/high_freq_factor, `factor` for those
+// longer than original_ctx/low_freq_factor, and a smooth blend in between.
+std::vector<float> llama3_rope_divisors(const HfConfig& c);
+
+}  // namespace duet

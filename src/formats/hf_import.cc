@@ -1,0 +1,272 @@
+#include "formats/hf_import.h"
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <set>
+
+#include "core/half.h"
+#include "formats/hf_tokenizer_import.h"
+#include "formats/llama_import.h"
+#include "formats/llama_names.h"
+#include "formats/spm_model.h"
+
+namespace duet {
+namespace {
+
+namespace fs = std::filesystem;
+namespace n = gguf_names;
+
+// llama.cpp's general.file_type values for all-F32 / mostly-F16 / mostly-BF16 files.
+uint32_t file_type_of(DType t) {
+  switch (t) {
+    case DType::F16: return 1;
+    case DType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+float load_elem(const uint8_t* p, DType t) {
+  if (t == DType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+void store_elem(float f, uint8_t* p, DType t) {
+  if (t == DType::F32) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  const uint16_t h = t == DType::F16 ? f32_to_f16(f) : f32_to_bf16(f);
+  std::memcpy(p, &h, 2);
+}
+
+// Copies `count` elements, converting the type when the two differ.
+void copy_elems(const uint8_t* src, DType st, uint8_t* dst, DType dt, int64_t count) {
+  const size_t ss = static_cast<size_t>(traits(st).block_bytes);
+  const size_t ds = static_cast<size_t>(traits(dt).block_bytes);
+  if (st == dt) {
+    std::memcpy(dst, src, static_cast<size_t>(count) * ss);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    store_elem(load_elem(src + static_cast<size_t>(i) * ss, st), dst + static_cast<size_t>(i) * ds, dt);
+}
+
+// The HF row of GGUF row r: within each head of `hd` rows, GGUF's pair
+// (2i, 2i+1) is HF's (i, i + hd/2).
+int64_t hf_row(int64_t r, int64_t hd) {
+  const int64_t head = r / hd, in_head = r % hd;
+  return head * hd + (in_head % 2) * (hd / 2) + in_head / 2;
+}
+
+std::string layer_prefix(int64_t l) { return "model.layers." + std::to_string(l) + "."; }
+
+}  // namespace
+
+Result<std::shared_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir) {
+  auto ck = std::shared_ptr<HfCheckpoint>(new HfCheckpoint());
+  ck->dir_ = dir;
+  if (!fs::is_directory(dir)) return err(dir, ": not a directory");
+  DUET_ASSIGN(ck->config_, read_hf_config((fs::path(dir) / "config.json").string()));
+  DUET_ASSIGN(ck->weights_, SafetensorsCheckpoint::open_dir(dir));
+  DUET_TRY(ck->plan_tensors());
+  DUET_TRY(ck->set_metadata());
+  return ck;
+}
+
+Status HfCheckpoint::plan_tensors() {
+  const HfConfig& c = config_;
+  const int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  std::set<std::string> used;
+  // shape is HF's [out, in] (or [n] for vectors).
+  auto add = [&](const std::string& hf_name, std::string gguf_name, std::vector<int64_t> shape,
+                 int32_t permute_heads) -> Status {
+    const SafetensorsTensor* t = weights_.find(hf_name);
+    if (!t) return err(dir_, ": missing tensor ", hf_name);
+    if (t->shape != shape) {
+      std::string got, want;
+      for (int64_t d : t->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      return err(dir_, ": tensor ", hf_name, " has shape [", got, "] but config.json implies [",
+                 want, "]");
+    }
+    used.insert(hf_name);
+    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0});
+    return {};
+  };
+
+  DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {c.vocab_size, c.hidden_size}, 0));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = layer_prefix(l);
+    const int b = static_cast<int>(l);
+    const auto heads = static_cast<int32_t>(c.num_attention_heads);
+    const auto kv_heads = static_cast<int32_t>(c.num_key_value_heads);
+    DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {c.hidden_size}, 0));
+    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, c.hidden_size}, heads));
+    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, c.hidden_size}, kv_heads));
+    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, c.hidden_size}, 0));
+    if (c.qkv_bias) {
+      DUET_TRY(add(p + "self_attn.q_proj.bias", n::blk_bias(b, n::kAttnQ), {q_dim}, heads));
+      DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, kv_heads));
+      DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0));
+    }
+    DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {c.hidden_size, q_dim}, 0));
+    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {c.hidden_size}, 0));
+    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {c.intermediate_size, c.hidden_size}, 0));
+    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {c.intermediate_size, c.hidden_size}, 0));
+    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {c.hidden_size, c.intermediate_size}, 0));
+  }
+  DUET_TRY(add("model.norm.weight", n::kOutputNorm, {c.hidden_size}, 0));
+  // Tied: transformers ignores a stored lm_head; GGUF says so by omitting output.weight.
+  if (!c.tie_word_embeddings) DUET_TRY(add("lm_head.weight", n::kOutput, {c.vocab_size, c.hidden_size}, 0));
+  if (c.rope_scaling.type == "llama3") {
+    rope_freqs_ = llama3_rope_divisors(c);
+    plans_.push_back({n::kRopeFreqs, nullptr, 0});
+  }
+
+  for (const SafetensorsTensor* t : weights_.tensors()) {
+    if (used.count(t->name)) continue;
+    const bool old_rope_cache = t->name.size() > 20 &&
+                                t->name.compare(t->name.size() - 20, 20, "rotary_emb.inv_freq") == 0;
+    const bool tied_head = c.tie_word_embeddings && t->name == "lm_head.weight";
+    if (!old_rope_cache && !tied_head)
+      return err(dir_, ": unexpected tensor ", t->name, " for ", c.hf_architecture, " with ",
+                 c.num_hidden_layers, " layers", c.qkv_bias ? "" : " and no attention bias");
+  }
+  return {};
+}
+
+Status HfCheckpoint::set_metadata() {
+  const HfConfig& c = config_;
+  const std::string& a = c.gguf_arch;
+  GgufWriter w;
+  const std::string name = fs::path(dir_).lexically_normal().filename().string();
+  w.set(n::kArchitecture, GgufValue::of_string(a));
+  w.set(n::kName, GgufValue::of_string(name.empty() ? "model" : name));
+  auto u32 = [](int64_t x) { return GgufValue::of_u32(static_cast<uint32_t>(x)); };
+  w.set(n::key(a, n::kContextLength), u32(c.max_position_embeddings));
+  w.set(n::key(a, n::kEmbeddingLength), u32(c.hidden_size));
+  w.set(n::key(a, n::kBlockCount), u32(c.num_hidden_layers));
+  w.set(n::key(a, n::kFeedForwardLength), u32(c.intermediate_size));
+  w.set(n::key(a, n::kHeadCount), u32(c.num_attention_heads));
+  w.set(n::key(a, n::kHeadCountKv), u32(c.num_key_value_heads));
+  if (c.head_dim * c.num_attention_heads != c.hidden_size) {
+    w.set(n::key(a, n::kKeyLength), u32(c.head_dim));
+    w.set(n::key(a, n::kValueLength), u32(c.head_dim));
+  }
+  w.set(n::key(a, n::kRopeDimCount), u32(c.head_dim));
+  w.set(n::key(a, n::kRopeFreqBase), GgufValue::of_f32(static_cast<float>(c.rope_theta)));
+  w.set(n::key(a, n::kRmsEps), GgufValue::of_f32(static_cast<float>(c.rms_norm_eps)));
+  w.set(n::key(a, n::kVocabSize), u32(c.vocab_size));
+  if (c.rope_scaling.type == "linear") {
+    w.set(n::key(a, n::kRopeScalingType), GgufValue::of_string("linear"));
+    w.set(n::key(a, n::kRopeScalingFactor), GgufValue::of_f32(static_cast<float>(c.rope_scaling.factor)));
+  }
+  if (c.sliding_window > 0) w.set(n::key(a, n::kSlidingWindow), u32(c.sliding_window));
+
+  const fs::path spm = fs::path(dir_) / "tokenizer.model";
+  const fs::path json = fs::path(dir_) / "tokenizer.json";
+  const fs::path tok_config = fs::path(dir_) / "tokenizer_config.json";
+  if (fs::exists(spm)) {
+    DUET_ASSIGN(const SpmModel m, read_spm_model(spm.string()));
+    DUET_ASSIGN(const LlamaVocab v, vocab_from_spm(m, spm.string()));
+    const GgufWriter vocab = vocab_only_gguf(v, name);
+    for (const auto& [key, value] : vocab.metadata())
+      if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+  } else if (fs::exists(json)) {
+    HfTokenizerFiles files{json.string(), fs::exists(tok_config) ? tok_config.string() : "",
+                           c.bos_token_id, c.eos_token_id};
+    DUET_TRY(set_hf_tokenizer_metadata(w, files));
+  } else {
+    return err(dir_, ": no tokenizer.model or tokenizer.json");
+  }
+  const GgufValue* tokens = nullptr;
+  for (const auto& [key, value] : w.metadata())
+    if (key == n::kTokTokens) tokens = &value;
+  if (tokens && static_cast<int64_t>(tokens->items.size()) > c.vocab_size)
+    return err(dir_, ": the tokenizer has ", tokens->items.size(),
+               " tokens but config.json's vocab_size is ", c.vocab_size);
+  metadata_ = w.metadata();
+  return {};
+}
+
+Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
+                                        std::vector<uint8_t>& buffer) const {
+  const Plan& p = plans_[i];
+  TensorView v;
+  v.name = p.name;
+  if (!p.source) {  // rope_freqs: F32 [head_dim/2]
+    v.dtype = DType::F32;
+    v.n_dims = 1;
+    v.ne[0] = static_cast<int64_t>(rope_freqs_.size());
+    v.data = rope_freqs_.data();
+    v.nbytes = rope_freqs_.size() * sizeof(float);
+    return v;
+  }
+  const SafetensorsTensor& s = *p.source;
+  const bool is_vector = s.shape.size() == 1;
+  v.dtype = is_vector ? DType::F32 : dtype.value_or(s.dtype);
+  v.n_dims = static_cast<int>(s.shape.size());
+  for (size_t d = 0; d < s.shape.size(); ++d) v.ne[d] = s.shape[s.shape.size() - 1 - d];
+  const size_t elem = static_cast<size_t>(traits(v.dtype).block_bytes);
+  v.nbytes = static_cast<size_t>(s.elements()) * elem;
+  const bool aligned = reinterpret_cast<uintptr_t>(s.data) % elem == 0;
+  if (p.permute_heads == 0 && v.dtype == s.dtype && aligned) {
+    v.data = s.data;
+    return v;
+  }
+  buffer.resize(v.nbytes);
+  const int64_t rows = s.shape[0];
+  const int64_t row_len = s.elements() / (rows ? rows : 1);
+  const size_t src_row = static_cast<size_t>(row_len * traits(s.dtype).block_bytes);
+  const size_t dst_row = static_cast<size_t>(row_len) * elem;
+  const int64_t hd = p.permute_heads > 0 ? rows / p.permute_heads : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t from = hd > 0 ? hf_row(r, hd) : r;
+    copy_elems(s.data + static_cast<size_t>(from) * src_row, s.dtype,
+               buffer.data() + static_cast<size_t>(r) * dst_row, v.dtype, row_len);
+  }
+  v.data = buffer.data();
+  return v;
+}
+
+Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype) {
+  GgufWriter w;
+  for (const auto& [key, value] : ck.metadata()) w.set(key, value);
+  if (dtype) w.set(n::kFileType, GgufValue::of_u32(file_type_of(*dtype)));
+  std::vector<uint8_t> buffer;
+  for (size_t i = 0; i < ck.n_tensors(); ++i) {
+    DUET_ASSIGN(const TensorView t, ck.tensor(i, dtype, buffer));
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    DUET_TRY(w.add_tensor(t.name, t.dtype, std::move(ne), t.data, t.nbytes));
+  }
+  return w;
+}
+
+Result<GgufFile> hf_as_gguf(std::shared_ptr<const HfCheckpoint> ck) {
+  // Owns the checkpoint (the mappings) and the rearranged copies.
+  struct Backing {
+    std::shared_ptr<const HfCheckpoint> ck;
+    std::deque<std::vector<uint8_t>> buffers;
+  };
+  auto backing = std::make_shared<Backing>();
+  backing->ck = ck;
+  std::vector<TensorView> views;
+  for (size_t i = 0; i < ck->n_tensors(); ++i) {
+    std::vector<uint8_t>& buf = backing->buffers.emplace_back();
+    DUET_ASSIGN(TensorView t, ck->tensor(i, std::nullopt, buf));
+    if (buf.empty()) backing->buffers.pop_back();
+    views.push_back(std::move(t));
+  }
+  return GgufFile::assemble(ck->dir(), ck->metadata(), std::move(views), std::move(backing));
+}
+
+}  // namespace duet

@@ -1,0 +1,67 @@
+// A Hugging Face model folder (config.json, model.safetensors or its shards,
+// tokenizer.model or tokenizer.json) as GGUF: llama.cpp's tensor names and
+// metadata (formats/llama_names.h), Q/K rows permuted from HF's rotate-half
+// RoPE layout to the interleaved pairs of GGUF "llama" (Qwen2's GGUF keeps
+// NeoX pairs, so its rows stay), norms and biases as F32, and Llama 3.1
+// rope_scaling as a rope_freqs.weight tensor. Two uses: `duet convert`
+// writes it to a file; `hf_as_gguf` serves it in memory to Model::load, with
+// the matrices that need no change still views of the mapped safetensors.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "formats/hf_config.h"
+#include "formats/safetensors.h"
+
+namespace duet {
+
+class HfCheckpoint {
+ public:
+  // Reads config.json, the safetensors header(s) and the tokenizer, and checks
+  // every expected tensor's presence and shape against the config.
+  static Result<std::shared_ptr<HfCheckpoint>> open(const std::string& dir);
+
+  const HfConfig& config() const { return config_; }
+  const std::string& dir() const { return dir_; }
+  // Architecture, hyper-parameters and tokenizer keys, in GGUF form.
+  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
+  size_t n_tensors() const { return plans_.size(); }
+
+  // GGUF tensor i: 2-D weights in `dtype` (nullopt: as stored), vectors in
+  // F32. The view points into the mapped file when the bytes need no change;
+  // otherwise into `buffer`, which this fills.
+  Result<TensorView> tensor(size_t i, std::optional<DType> dtype,
+                            std::vector<uint8_t>& buffer) const;
+
+ private:
+  struct Plan {
+    std::string name;                          // GGUF name
+    const SafetensorsTensor* source = nullptr;  // null: rope_freqs_ (computed)
+    int32_t permute_heads = 0;                 // > 0: rows of this many heads permuted
+  };
+  Status plan_tensors();
+  Status set_metadata();
+
+  std::string dir_;
+  HfConfig config_;
+  SafetensorsCheckpoint weights_;
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::vector<Plan> plans_;
+  std::vector<float> rope_freqs_;  // [head_dim/2] llama3 divisors, or empty
+};
+
+// The GGUF file `duet convert --from hf` writes.
+Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype);
+
+// The checkpoint as an in-memory GgufFile for Model::load: tensors that need
+// no change are views of the mapping; the permuted Q/K matrices (llama and
+// mistral) and the F32 copies of F16/BF16 norms and biases are materialized
+// into buffers the returned file owns.
+Result<GgufFile> hf_as_gguf(std::shared_ptr<const HfCheckpoint> ck);
+
+}  // namespace duet
