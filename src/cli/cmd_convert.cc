@@ -3,15 +3,20 @@
 //                   (--tokenizer tokenizer.bin, or a SentencePiece .model)
 //   --from spm      a SentencePiece tokenizer.model, as a vocab-only GGUF
 //                   (--vocab-only) or with a llama2.c checkpoint (--model)
+//   --from hf       a Hugging Face model folder (positional MODEL_DIR or
+//                   --model): config.json, safetensors, tokenizer; --dtype
+//                   f32|f16|bf16 for the matrices (default: as stored)
 // A new source format is one more entry in kSources and one more branch in
 // convert().
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
 #include "formats/gguf.h"
+#include "formats/hf_import.h"
 #include "formats/llama2c.h"
 #include "formats/llama_import.h"
 #include "formats/spm_model.h"
@@ -19,7 +24,7 @@
 namespace duet::cli {
 namespace {
 
-constexpr const char* kSources = "llama2c, spm";
+constexpr const char* kSources = "llama2c, spm, hf";
 
 struct ConvertArgs {
   std::string from;
@@ -27,6 +32,7 @@ struct ConvertArgs {
   std::string tokenizer;
   std::string output;
   std::string name;
+  std::string dtype;
   bool vocab_only = false;
 };
 
@@ -48,8 +54,36 @@ Result<LlamaVocab> load_vocab(const std::string& path, bool spm) {
 
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
+Status convert_hf(const ConvertArgs& a) {
+  if (a.model.empty()) return err("--from hf needs the model folder (MODEL_DIR or --model)");
+  if (a.vocab_only || !a.tokenizer.empty() || !a.name.empty())
+    return err("--from hf takes its tokenizer and name from the folder; drop --vocab-only, --tokenizer, --name");
+  std::optional<DType> dtype;
+  if (!a.dtype.empty()) {
+    DUET_ASSIGN(const DType t, parse_dtype(a.dtype));
+    if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
+      return err("--dtype ", a.dtype, ": --from hf writes f32, f16 or bf16 (quantize the result with duet quantize)");
+    dtype = t;
+  }
+  DUET_ASSIGN(const std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(a.model));
+  DUET_ASSIGN(const GgufWriter w, hf_to_gguf(*ck, dtype));
+  DUET_TRY(w.write(a.output));
+  const HfConfig& c = ck->config();
+  std::printf("wrote %s: %s (%s), dim %lld, %lld layers, %lld heads (%lld kv, head_dim %lld), vocab %lld, %s\n",
+              a.output.c_str(), c.gguf_arch.c_str(), c.hf_architecture.c_str(),
+              static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_hidden_layers),
+              static_cast<long long>(c.num_attention_heads),
+              static_cast<long long>(c.num_key_value_heads), static_cast<long long>(c.head_dim),
+              static_cast<long long>(c.vocab_size),
+              dtype ? std::string(dtype_name(*dtype)).c_str() : "dtypes as stored");
+  return {};
+}
+
 Status convert(const ConvertArgs& a) {
+  if (a.from == "hf") return convert_hf(a);
+  if (!a.dtype.empty()) return err("--dtype applies to --from hf only");
   bool spm_tokenizer = false;
+  if (a.tokenizer.empty()) return err("--from ", a.from, " needs --tokenizer");
   if (a.from == "llama2c") {
     spm_tokenizer = is_spm_model_file(a.tokenizer);
     if (a.model.empty() && !a.vocab_only)
@@ -81,13 +115,14 @@ Status convert(const ConvertArgs& a) {
 }
 
 const bool registered = register_command(
-    "convert", "Convert a llama2.c checkpoint or SentencePiece tokenizer to GGUF",
+    "convert", "Convert a Hugging Face folder, llama2.c checkpoint or SentencePiece tokenizer to GGUF",
     [](CLI::App& app) {
       auto a = std::make_shared<ConvertArgs>();
       app.add_option("--from", a->from, std::string("source format: ") + kSources)->required();
-      app.add_option("--model", a->model, "checkpoint to convert (llama2.c .bin)");
-      app.add_option("--tokenizer", a->tokenizer, "tokenizer.bin (llama2.c) or tokenizer.model (SentencePiece)")
-          ->required();
+      app.add_option("--model,model", a->model,
+                     "checkpoint to convert (llama2.c .bin, or the Hugging Face folder)");
+      app.add_option("--tokenizer", a->tokenizer, "tokenizer.bin (llama2.c) or tokenizer.model (SentencePiece)");
+      app.add_option("--dtype", a->dtype, "--from hf: f32, f16 or bf16 for the matrices (default: as stored)");
       app.add_option("-o,--output", a->output, "GGUF file to write")->required();
       app.add_option("--name", a->name, "general.name (default: the input file's stem)");
       app.add_flag("--vocab-only", a->vocab_only, "write only the tokenizer metadata, no tensors");

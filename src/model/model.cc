@@ -1,11 +1,26 @@
 #include "model/model.h"
 
+#include <filesystem>
+
+#include "formats/hf_import.h"
 #include "model/llama.h"
 
 namespace duet {
 
+namespace {
+
+// A folder is a Hugging Face checkpoint (formats/hf_import.h), served as
+// GGUF without writing a file.
+Result<GgufFile> open_model_file(const std::string& path) {
+  if (!std::filesystem::is_directory(path)) return GgufFile::open(path);
+  DUET_ASSIGN(std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(path));
+  return hf_as_gguf(std::move(ck));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
-  DUET_ASSIGN(GgufFile file, GgufFile::open(path));
+  DUET_ASSIGN(GgufFile file, open_model_file(path));
   DUET_ASSIGN(ModelConfig config, read_model_config(file));
   DUET_ASSIGN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(file));
   // Embedding tables may be padded past the vocabulary, never shorter.
