@@ -4,9 +4,12 @@
 // -m MODEL, or to a running one at --url. Prints output tokens/s, TTFT and
 // ITL percentiles as the clients saw them, and the KV cache utilization
 // (token slots filled ÷ token slots of the blocks in use, sampled from
-// /metrics while the load runs).
+// /metrics while the load runs). --shared-prefix-words gives every prompt
+// the same prefix: with and without --no-prefix-cache, the TTFT figures show
+// what the prefix cache saves.
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -34,12 +37,14 @@ struct BenchServeOptions {
   int32_t clients = 16;
   int32_t requests = 64;
   double duration_s = 120;
-  std::string prompt_words = "8:96";  // min:max words per prompt
-  std::string output_tokens = "16:96";
+  std::string prompt_words = "4:24";  // min:max words per prompt (fits stories260K's 128 tokens)
+  std::string output_tokens = "16:64";
   int32_t threads = 0;
   int32_t max_seqs = 16;
   int32_t max_batch_tokens = 512;
   int32_t ctx = 0;
+  int32_t shared_prefix_words = 0;
+  bool no_prefix_cache = false;
   uint64_t seed = 1;
   bool json_out = false;
 };
@@ -70,8 +75,8 @@ struct Sample {
 const char* kWords[] = {"the", "little", "dog", "ran", "to", "park", "and", "saw", "a", "big",
                         "red", "ball", "she", "was", "happy", "they", "played", "with", "tree", "sun"};
 
-std::string make_prompt(std::mt19937_64& rng, int32_t n_words) {
-  std::string p = "Once upon a time";
+std::string make_prompt(std::mt19937_64& rng, const std::string& prefix, int32_t n_words) {
+  std::string p = prefix + "Once upon a time";
   for (int32_t i = 0; i < n_words; ++i) p += std::string(" ") + kWords[rng() % std::size(kWords)];
   return p;
 }
@@ -90,7 +95,9 @@ Sample run_one(const std::string& host, int port, const std::string& key, const 
   auto last = t0;
   bool first = true;
   std::string buf;
+  std::string head;  // the body's start, for an error message
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (head.size() < 512) head.append(data, std::min<size_t>(n, 512 - head.size()));
     buf.append(data, n);
     size_t end;
     while ((end = buf.find("\n\n")) != std::string::npos) {
@@ -118,7 +125,7 @@ Sample run_one(const std::string& host, int port, const std::string& key, const 
     return s;
   }
   if (res.status != 200) {
-    s.error = "HTTP " + std::to_string(res.status);
+    s.error = "HTTP " + std::to_string(res.status) + ": " + head;
     return s;
   }
   s.ok = s.error.empty() && !first;
@@ -175,6 +182,7 @@ int bench_serve(const BenchServeOptions& o) {
     config.ctx = o.ctx;
     config.scheduler.max_seqs = o.max_seqs;
     config.scheduler.max_batch_tokens = o.max_batch_tokens;
+    config.scheduler.prefix_caching = !o.no_prefix_cache;
     engine = std::make_unique<Engine>(*model, config);
     loop = std::make_unique<EngineLoop>(*engine, o.max_seqs + o.clients + 8);
     server::ServerConfig sc;
@@ -195,11 +203,14 @@ int bench_serve(const BenchServeOptions& o) {
 
   // The same mix for a given seed: request i's lengths are fixed up front.
   std::mt19937_64 rng(o.seed);
+  // A system-prompt-like prefix shared by every request, for the prefix cache.
+  std::string prefix;
+  for (int32_t i = 0; i < o.shared_prefix_words; ++i) prefix += std::string(kWords[rng() % std::size(kWords)]) + " ";
   std::vector<json> bodies;
   for (int32_t i = 0; i < o.requests; ++i) {
     const int32_t words = prompt_words->lo + static_cast<int32_t>(rng() % (prompt_words->hi - prompt_words->lo + 1));
     const int32_t out = output_tokens->lo + static_cast<int32_t>(rng() % (output_tokens->hi - output_tokens->lo + 1));
-    bodies.push_back({{"prompt", make_prompt(rng, words)}, {"max_tokens", out}, {"temperature", 0.8},
+    bodies.push_back({{"prompt", make_prompt(rng, prefix, words)}, {"max_tokens", out}, {"temperature", 0.8},
                       {"seed", i}, {"ignore_eos", true}, {"stream", true},
                       {"stream_options", {{"include_usage", true}}}});
   }
@@ -288,6 +299,9 @@ const bool registered = register_command(
       app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together (with -m)")->capture_default_str();
       app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per step (with -m)")->capture_default_str();
       app.add_option("--ctx", o->ctx, "Context length (with -m; 0: the model's)")->capture_default_str();
+      app.add_option("--shared-prefix-words", o->shared_prefix_words,
+                     "Words of a prefix every prompt starts with")->capture_default_str();
+      app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable the prefix cache (with -m)");
       app.add_option("--seed", o->seed, "Seed of the request mix")->capture_default_str();
       app.add_flag("--json", o->json_out, "Print only the JSON line");
       return [o] { return bench_serve(*o); };

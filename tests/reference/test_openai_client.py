@@ -34,6 +34,7 @@ class OpenAiClient(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("all ok", result.stdout)
         finally:
+            server.stderr.close()
             server.terminate()
             try:
                 server.wait(timeout=30)

@@ -79,14 +79,15 @@ TEST(ServerHostile, AStalledPartialRequestIsDropped) {
 TEST(ServerHostile, DisconnectMidStreamCancelsAndFreesEverything) {
   HarnessOptions o;
   o.engine.n_threads = 1;
+  o.engine.ctx = 2048;  // past the model's 128, so the requests run long
   TestServer s(o);
   ASSERT_TRUE(s.ok());
   for (int i = 0; i < 3; ++i) {
     RawSocket sock(s.port());
-    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}};
+    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
     ASSERT_TRUE(sock.send_all(raw_post("/v1/completions", body.dump())));
     ASSERT_NE(sock.read_until("data: ").find("data: "), std::string::npos);
-  }  // each socket closes here, long before its 480 tokens
+  }  // each socket closes here, long before its 2000 tokens
   const std::string m = wait_for_metrics(s, [](const std::string& t) {
     return metric_value(t, "duet_requests_finished_total{reason=\"cancelled\"}") == 3 &&
            metric_value(t, "duet_requests_running") == 0 && metric_value(t, "duet_kv_blocks_used") == 0;
