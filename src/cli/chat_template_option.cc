@@ -1,0 +1,66 @@
+#include "cli/chat_template_option.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "tokenizer/chat_templates_builtin.h"
+
+namespace duet::cli {
+namespace {
+
+std::string builtin_names() {
+  std::string names;
+  for (const auto name : builtin_chat_template_names()) names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
+// A tokenizer_config.json's chat_template: a string, or a list of
+// {"name", "template"} from which "default" is taken.
+Result<std::string> template_from_config(const std::string& path, const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("chat_template"))
+    return err(path, ": a JSON file must be a tokenizer_config.json with \"chat_template\"");
+  const auto& t = j["chat_template"];
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array()) {
+    for (const auto& entry : t)
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string())
+        return entry["template"].get<std::string>();
+  }
+  return err(path, ": \"chat_template\" is neither a string nor a list with a \"default\" entry");
+}
+
+}  // namespace
+
+std::string chat_template_option_help() {
+  return "Chat template: a built-in name (" + builtin_names() +
+         "), a Jinja file, or a tokenizer_config.json (default: the model's tokenizer.chat_template)";
+}
+
+Result<ChatTemplate> resolve_chat_template(const std::string& option, const Model& model) {
+  const Tokenizer& tok = model.tokenizer();
+  const std::string bos = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : "";
+  const std::string eos = tok.eos_id() >= 0 ? tok.token_text(tok.eos_id()) : "";
+  std::string source;
+  if (option.empty()) {
+    if (!model.file().has("tokenizer.chat_template"))
+      return err("the model has no tokenizer.chat_template; choose one with --chat-template (", builtin_names(),
+                 ", or a file)");
+    DUET_ASSIGN(source, model.file().get_string("tokenizer.chat_template"));
+  } else if (const auto builtin = builtin_chat_template(option)) {
+    source = std::string(*builtin);
+  } else if (std::filesystem::is_regular_file(option)) {
+    DUET_ASSIGN(source, read_text(option));
+    if (option.ends_with(".json")) {
+      DUET_ASSIGN(source, template_from_config(option, source));
+    }
+  } else {
+    return err("--chat-template ", option, ": neither a built-in template (", builtin_names(),
+               ") nor a readable file");
+  }
+  return ChatTemplate::parse(source, bos, eos);
+}
+
+}  // namespace duet::cli

@@ -1,0 +1,112 @@
+// duet chat: an interactive conversation in the terminal (or from piped
+// stdin, one user message per line), replies streamed, the KV cache kept
+// between turns so each turn prefills only what is new.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "cli/chat_session.h"
+#include "cli/chat_template_option.h"
+#include "cli/command.h"
+
+namespace duet::cli {
+namespace {
+
+struct ChatOptions {
+  std::string model;
+  std::string chat_template;
+  std::string system;
+  int32_t n_predict = -1;
+  SamplingParams sampling;
+  int64_t seed = -1;
+  int32_t threads = 0;
+  int32_t ctx = 0;
+  bool verbose = false;
+  bool no_cache_reuse = false;
+};
+
+void print_turn_stats(int turn, const TurnStats& s) {
+  const double prefill_tps = s.prefill_s > 0 ? s.prefill_tokens / s.prefill_s : 0;
+  const double decode_tps = s.decode_s > 0 ? s.generated_tokens / s.decode_s : 0;
+  std::fprintf(stderr,
+               "[turn %d] prompt %d tokens: %d cached, %d prefilled (%.1f ms, %.1f tok/s); "
+               "generated %d tokens (%s, %.1f tok/s)\n",
+               turn, s.prompt_tokens, s.cached_tokens, s.prefill_tokens, s.prefill_s * 1e3, prefill_tps,
+               s.generated_tokens, s.stop, decode_tps);
+}
+
+int chat(ChatOptions o) {
+  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  auto model = Model::load(o.model);
+  if (!model) return fail(model.error());
+  auto tmpl = resolve_chat_template(o.chat_template, **model);
+  if (!tmpl) return fail(tmpl.error());
+
+  ChatSessionConfig config;
+  config.sampling = o.sampling;
+  config.ctx = o.ctx;
+  config.n_threads = o.threads;
+  config.reuse_cache = !o.no_cache_reuse;
+  ChatSession session(**model, std::move(*tmpl), config);
+  if (!o.system.empty()) session.add_system(o.system);
+
+  const bool interactive = isatty(STDIN_FILENO);
+  if (interactive) std::fprintf(stderr, "duet chat: one message per line; Ctrl-D ends.\n");
+  std::string line;
+  int turn = 0;
+  while (true) {
+    if (interactive) {
+      std::fprintf(stderr, "> ");
+      std::fflush(stderr);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    ++turn;
+    auto stats = session.turn(line, o.n_predict, [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    });
+    if (!stats) return fail(stats.error());
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (o.verbose) print_turn_stats(turn, *stats);
+    if (std::string_view(stats->stop) == "context") {
+      std::fprintf(stderr, "duet: the context of %d tokens is full; the conversation ends\n", session.ctx());
+      break;
+    }
+  }
+  return 0;
+}
+
+const bool registered = register_command(
+    "chat", "Chat with a model in the terminal, keeping the KV cache between turns", [](CLI::App& app) {
+      auto o = std::make_shared<ChatOptions>();
+      app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();
+      app.add_option("--chat-template", o->chat_template, chat_template_option_help());
+      app.add_option("--system", o->system, "System message");
+      app.add_option("-n,--n-predict", o->n_predict, "Most tokens per reply (-1: until the end token)")
+          ->capture_default_str();
+      app.add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+      app.add_option("--top-k", o->sampling.top_k, "Top-k (0: off)")->capture_default_str();
+      app.add_option("--top-p", o->sampling.top_p, "Top-p (1: off)")->capture_default_str();
+      app.add_option("--min-p", o->sampling.min_p, "Min-p (0: off)")->capture_default_str();
+      app.add_option("--repeat-penalty", o->sampling.repeat_penalty, "Repetition penalty (1: off)")
+          ->capture_default_str();
+      app.add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks back over")
+          ->capture_default_str();
+      app.add_option("--frequency-penalty", o->sampling.frequency_penalty)->capture_default_str();
+      app.add_option("--presence-penalty", o->sampling.presence_penalty)->capture_default_str();
+      app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+      app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+      app.add_flag("-v,--verbose", o->verbose, "Print each turn's token counts and speeds on stderr");
+      app.add_flag("--no-cache-reuse", o->no_cache_reuse,
+                   "Prefill the whole conversation every turn (to check that reuse changes nothing)");
+      return [o] { return chat(*o); };
+    });
+
+}  // namespace
+}  // namespace duet::cli
