@@ -72,6 +72,7 @@ class LlamaModel final : public Model {
   void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
+    if (observer_) observer_->observe(w, x, m);
     matmul(w, x, m, y, ws_.scratch.data(), pool);
   }
 

@@ -12,6 +12,7 @@
 #include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/matmul_observer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet {
@@ -40,6 +41,10 @@ class Model {
   virtual Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
                          float* logits) = 0;
 
+  // Every later forward pass shows each matrix product's input to
+  // `observer` (not owned; nullptr stops it).
+  void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }
+
  protected:
   Model(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer)
       : file_(std::move(file)), config_(std::move(config)), tokenizer_(std::move(tokenizer)) {}
@@ -47,6 +52,7 @@ class Model {
   GgufFile file_;
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  MatmulObserver* observer_ = nullptr;
 };
 
 }  // namespace duet

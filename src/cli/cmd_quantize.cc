@@ -1,0 +1,105 @@
+// duet quantize IN.gguf OUT.gguf TYPE: rewrites a model with its matrices in
+// TYPE under the per-tensor policy of formats/quantize.h, optionally weighting
+// the quantization error by activations measured on calibration text.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/common.h"
+#include "formats/quantize.h"
+#include "model/calibration.h"
+
+namespace duet::cli {
+namespace {
+
+struct QuantizeArgs {
+  std::string in;
+  std::string out;
+  std::string type;
+  std::vector<std::string> keep;
+  std::string calibrate;
+  int32_t calibrate_ctx = 512;
+  int32_t threads = 0;
+};
+
+double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// One line per tensor; on a terminal, one line redrawn in place.
+void print_progress(const QuantizeProgress& p) {
+  static const bool tty = isatty(fileno(stderr));
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(kWidth * (p.index + 1) / p.count);
+  std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-28s %5s -> %-5s %9.2f -> %8.2f MiB%s",
+               tty ? "\r" : "", filled, "########################", kWidth - filled, "",
+               p.index + 1, p.count, p.tensor->name.c_str(),
+               std::string(dtype_name(p.tensor->dtype)).c_str(),
+               std::string(dtype_name(p.choice.type)).c_str(), mib(p.bytes_in), mib(p.bytes_out),
+               tty && p.index + 1 < p.count ? "" : "\n");
+}
+
+Result<ChannelImportance> calibrate(const QuantizeArgs& a, ThreadPool& pool) {
+  DUET_ASSIGN(std::unique_ptr<Model> model, Model::load(a.in));
+  DUET_ASSIGN(std::string text, read_text(a.calibrate));
+  const std::vector<int32_t> ids =
+      model->tokenizer().encode(text, model->tokenizer().add_bos_default());
+  int32_t ctx = a.calibrate_ctx;
+  if (model->config().ctx_len > 0) ctx = std::min(ctx, model->config().ctx_len);
+  std::fprintf(stderr, "calibrating on %zu tokens of %s (windows of %d)\n", ids.size(),
+               a.calibrate.c_str(), ctx);
+  return collect_channel_importance(*model, ids, ctx, pool);
+}
+
+int run(const QuantizeArgs& a) {
+  auto target = parse_dtype(a.type);
+  if (!target) return fail(target.error());
+  if (!is_quantize_target(*target))
+    return fail(err("cannot quantize to ", a.type,
+                    "; types: q8_0 q4_0 q4_1 q4_k q5_k q6_k f16 bf16 f32"));
+  ThreadPool pool(a.threads);
+  QuantizeOptions o;
+  o.target = *target;
+  o.keep = a.keep;
+  ChannelImportance importance;
+  if (!a.calibrate.empty()) {
+    auto stats = calibrate(a, pool);
+    if (!stats) return fail(stats.error());
+    importance = std::move(*stats);
+    o.importance = &importance;
+  }
+  auto in = GgufFile::open(a.in);
+  if (!in) return fail(in.error());
+  auto sum = quantize_gguf(*in, a.out, o, pool, print_progress);
+  if (!sum) return fail(sum.error());
+  std::fprintf(stderr, "wrote %s: tensor data %.2f MiB -> %.2f MiB (%.2f -> %.2f bits per weight)\n",
+               a.out.c_str(), mib(sum->bytes_in), mib(sum->bytes_out),
+               sum->bits_per_weight_in(), sum->bits_per_weight_out());
+  std::string types;
+  for (const auto& [t, count] : sum->tensors_by_type)
+    types += " " + std::string(dtype_name(t)) + ": " + std::to_string(count);
+  std::fprintf(stderr, "tensors by type:%s\n", types.c_str());
+  return 0;
+}
+
+const bool registered = register_command(
+    "quantize", "Rewrite a GGUF model with its matrices in a quantized type",
+    [](CLI::App& app) {
+      auto a = std::make_shared<QuantizeArgs>();
+      app.add_option("input", a->in, "Input GGUF")->required();
+      app.add_option("output", a->out, "Output GGUF")->required();
+      app.add_option("type", a->type, "q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16, bf16 or f32")
+          ->required();
+      app.add_option("--keep", a->keep,
+                     "Copy tensors whose name matches unchanged (glob on the whole name, or a "
+                     "regex searched in it; repeatable)");
+      app.add_option("--calibrate", a->calibrate,
+                     "Text whose activations weight the quantization error per input channel");
+      app.add_option("--calibrate-ctx", a->calibrate_ctx, "Tokens per calibration window")
+          ->capture_default_str();
+      app.add_option("-t,--threads", a->threads, "Threads (0: all cores)");
+      return [a] { return run(*a); };
+    });
+
+}  // namespace
+}  // namespace duet::cli
