@@ -123,9 +123,10 @@ TEST(QuantizeCli, Q8_0KeepsTheGreedyTextOfF32) {
 // Llama-7B, llama.cpp's Q4_0 costs ~4% perplexity, but stories260K is 26000x
 // smaller, with 64-wide rows where one 4-bit step is a large share of each
 // weight, and its per-token losses are far less redundant; measured here,
-// Q4_0 costs 5-7% and Q4_K (mostly Q4_1 here) 3-4%. The bound leaves room for rounding ties across CPU
-// levels yet fails if a scale, offset or fallback type is wrong (a broken
-// block scale sends perplexity to hundreds).
+// Q4_0 costs 5-7% and Q4_K (mostly its Q4_1 fallback here) 3-4%. The bound
+// leaves room for rounding ties across CPU levels yet fails if a scale,
+// offset or fallback type is wrong (a broken block scale sends perplexity to
+// hundreds).
 TEST(QuantizeCli, FourBitTypesStayWithinThePerplexityBound) {
   TempDir dir;
   write_file(dir.file("eval.txt"), testing::kEvaluationStory);
