@@ -39,6 +39,16 @@ std::string chat_template_option_help() {
          "), a Jinja file, or a tokenizer_config.json (default: the model's tokenizer.chat_template)";
 }
 
+Result<std::string> chat_template_source(const std::string& option) {
+  if (const auto builtin = builtin_chat_template(option)) return std::string(*builtin);
+  if (!std::filesystem::is_regular_file(option))
+    return err("--chat-template ", option, ": neither a built-in template (", builtin_names(),
+               ") nor a readable file");
+  DUET_ASSIGN(std::string text, read_text(option));
+  if (option.ends_with(".json")) return template_from_config(option, text);
+  return text;
+}
+
 Result<ChatTemplate> resolve_chat_template(const std::string& option, const Model& model) {
   const Tokenizer& tok = model.tokenizer();
   const std::string bos = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : "";
@@ -49,16 +59,8 @@ Result<ChatTemplate> resolve_chat_template(const std::string& option, const Mode
       return err("the model has no tokenizer.chat_template; choose one with --chat-template (", builtin_names(),
                  ", or a file)");
     DUET_ASSIGN(source, model.file().get_string("tokenizer.chat_template"));
-  } else if (const auto builtin = builtin_chat_template(option)) {
-    source = std::string(*builtin);
-  } else if (std::filesystem::is_regular_file(option)) {
-    DUET_ASSIGN(source, read_text(option));
-    if (option.ends_with(".json")) {
-      DUET_ASSIGN(source, template_from_config(option, source));
-    }
   } else {
-    return err("--chat-template ", option, ": neither a built-in template (", builtin_names(),
-               ") nor a readable file");
+    DUET_ASSIGN(source, chat_template_source(option));
   }
   return ChatTemplate::parse(source, bos, eos);
 }

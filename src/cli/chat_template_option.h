@@ -13,6 +13,9 @@ namespace duet::cli {
 
 Result<ChatTemplate> resolve_chat_template(const std::string& option, const Model& model);
 
+// The Jinja source `option` names (a built-in, a file, a tokenizer_config.json).
+Result<std::string> chat_template_source(const std::string& option);
+
 // Help text for the option, listing the built-in names.
 std::string chat_template_option_help();
 

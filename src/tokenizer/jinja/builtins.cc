@@ -66,9 +66,13 @@ std::string encode_utf8(std::u32string_view s) {
 
 namespace {
 
-// Case mapping and whitespace are ASCII-only: chat templates apply them to
-// role names and to trim messages, where that is what matters.
-bool is_ws(char32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// Python's str.isspace(), which strip() and split() use.
+bool is_ws(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Case mapping is ASCII-only: chat templates apply it to role names.
 char32_t upper(char32_t c) { return c >= 'a' && c <= 'z' ? c - 32 : c; }
 char32_t lower(char32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 bool is_alpha(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -159,19 +163,21 @@ Result<Value> split(const std::string& s, const Value* sep, const Value* maxspli
   const int64_t limit = maxsplit && maxsplit->is_number() ? maxsplit->as_int() : -1;
   List parts;
   if (!sep || sep->is_none()) {
+    const std::u32string t = decode_utf8(s);
+    const auto piece = [&](size_t b, size_t e) { return Value(encode_utf8(std::u32string_view(t).substr(b, e - b))); };
     size_t i = 0;
     while (true) {
-      while (i < s.size() && is_ws(static_cast<unsigned char>(s[i]))) ++i;
-      if (i >= s.size()) break;
+      while (i < t.size() && is_ws(t[i])) ++i;
+      if (i >= t.size()) break;
       if (limit >= 0 && static_cast<int64_t>(parts.size()) >= limit) {
-        size_t e = s.size();
-        while (e > i && is_ws(static_cast<unsigned char>(s[e - 1]))) --e;
-        parts.emplace_back(s.substr(i, e - i));
+        size_t e = t.size();
+        while (e > i && is_ws(t[e - 1])) --e;
+        parts.push_back(piece(i, e));
         break;
       }
       size_t j = i;
-      while (j < s.size() && !is_ws(static_cast<unsigned char>(s[j]))) ++j;
-      parts.emplace_back(s.substr(i, j - i));
+      while (j < t.size() && !is_ws(t[j])) ++j;
+      parts.push_back(piece(i, j));
       DUET_TRY(check_size(parts.size() * sizeof(Value), site));
       i = j;
     }

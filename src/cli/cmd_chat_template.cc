@@ -1,0 +1,68 @@
+// duet chat-template: renders a chat template for a conversation given as
+// JSON, without a model: to see the exact prompt a template makes, and for
+// the reference test that renders the same templates with Python's Jinja2.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/chat_template_option.h"
+#include "cli/command.h"
+#include "cli/common.h"
+
+namespace duet::cli {
+namespace {
+
+struct RenderOptions {
+  std::string chat_template;
+  std::string messages = "-";
+  std::string bos, eos;
+  bool add_generation_prompt = false;
+  bool source = false;
+};
+
+Result<std::vector<ChatMessage>> parse_messages(const std::string& path) {
+  DUET_ASSIGN(const std::string text, read_text(path));
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array()) return err(path, ": expected a JSON array of {\"role\", \"content\"}");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string())
+      return err(path, ": message ", i, " needs string \"role\" and \"content\"");
+    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return messages;
+}
+
+int render(const RenderOptions& o) {
+  auto source = chat_template_source(o.chat_template);
+  if (!source) return fail(source.error());
+  if (o.source) {
+    std::fwrite(source->data(), 1, source->size(), stdout);
+    return 0;
+  }
+  auto tmpl = ChatTemplate::parse(*source, o.bos, o.eos);
+  if (!tmpl) return fail(tmpl.error());
+  auto messages = parse_messages(o.messages);
+  if (!messages) return fail(messages.error());
+  auto text = tmpl->apply(*messages, o.add_generation_prompt);
+  if (!text) return fail(text.error());
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  return 0;
+}
+
+const bool registered = register_command(
+    "chat-template", "Render a chat template for messages given as JSON", [](CLI::App& app) {
+      auto o = std::make_shared<RenderOptions>();
+      app.add_option("--chat-template", o->chat_template, chat_template_option_help())->required();
+      app.add_option("--messages", o->messages, "JSON file of [{\"role\", \"content\"}] ('-': stdin)")
+          ->capture_default_str();
+      app.add_option("--bos", o->bos, "Text of the BOS token");
+      app.add_option("--eos", o->eos, "Text of the EOS token");
+      app.add_flag("--add-generation-prompt", o->add_generation_prompt, "End with the assistant's header");
+      app.add_flag("--source", o->source, "Print the template's source instead");
+      return [o] { return render(*o); };
+    });
+
+}  // namespace
+}  // namespace duet::cli
