@@ -196,9 +196,16 @@ TEST(Jinja, LimitsStopRunawayTemplates) {
   EXPECT_NE(error_of(deep_blocks).find("nested more than"), std::string::npos);
   EXPECT_NE(error_of(std::string(5000, '-') + "{{ " + std::string(5000, '-') + "1 }}").find("nested more than"),
             std::string::npos);
-  // A namespace holding itself prints without recursing forever.
-  EXPECT_EQ(ok("{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns | length }}"), "1");
-  EXPECT_FALSE(ok("{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns }}{{ ns | tojson }}").empty());
+  // A namespace may not come to hold itself (a cycle would never be freed).
+  EXPECT_NE(error_of("{% set ns = namespace(a=1) %}{% set ns.a = [1, {'k': ns}] %}").find("hold itself at line 1:30"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set a = namespace() %}{% set b = namespace(x=a) %}{% set a.y = [b] %}").find("hold itself"),
+            std::string::npos);
+  EXPECT_EQ(ok("{% set a = namespace() %}{% set b = namespace(x=a) %}{% set a.y = 1 %}{{ b.x.y }}"), "1");
+  // Deeply nested values print without deep recursion.
+  EXPECT_FALSE(ok("{% set ns = namespace(v=0) %}{% for i in range(5000) %}{% set ns.v = [ns.v] %}{% endfor %}"
+                  "{{ ns.v }}{{ ns.v | tojson }}{{ ns.v == ns.v }}")
+                   .empty());
 }
 
 // Random templates from fragments, and byte mutations of the real chat

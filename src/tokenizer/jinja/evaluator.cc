@@ -187,6 +187,12 @@ class Evaluator {
     if (!target.is_dict() || !target.dict().is_namespace)
       return err("'{% set ", s.targets[0], ".", s.attr, " %}' needs a namespace() object, not a ",
                  target.type_name(), " at ", to_string(s.pos));
+    size_t walked = 0;
+    const bool cycle = reaches(v, target, walked);
+    DUET_TRY(charge(static_cast<int64_t>(walked), s.pos));
+    if (cycle)
+      return err("'{% set ", s.targets[0], ".", s.attr, " %}' would make the namespace hold itself at ",
+                 to_string(s.pos));
     target.dict().set(s.attr, std::move(v));
     return Flow::kNormal;
   }

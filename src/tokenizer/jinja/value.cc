@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <unordered_set>
 
 namespace duet::jinja {
 
@@ -308,6 +309,29 @@ bool equal_at(const Value& a, const Value& b, int depth) {
 }  // namespace
 
 std::optional<int> compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
+
+bool reaches(const Value& from, const Value& target, size_t& visited) {
+  if (!target.is_dict()) return false;
+  // Iterative, with a visited set: the walk must not recurse with the depth
+  // of what a template built, nor revisit shared parts.
+  std::vector<const Value*> stack = {&from};
+  std::unordered_set<const void*> seen;
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v->is_dict()) {
+      if (&v->dict() == &target.dict()) return true;
+      if (!seen.insert(&v->dict()).second) continue;
+      ++visited;
+      for (const auto& [_, item] : v->dict().items) stack.push_back(&item);
+    } else if (v->is_list()) {
+      if (!seen.insert(&v->list()).second) continue;
+      ++visited;
+      for (const Value& item : v->list()) stack.push_back(&item);
+    }
+  }
+  return false;
+}
 
 namespace {
 

@@ -85,6 +85,11 @@ class Value {
   std::shared_ptr<Dict> dict_;
 };
 
+// Whether `from` is, or holds at any depth, the very dict `target` (same
+// object, not equal contents); `visited` counts the containers walked. A
+// namespace that came to hold itself would be a reference cycle, never freed.
+bool reaches(const Value& from, const Value& target, size_t& visited);
+
 // Python's ==.
 bool equal(const Value& a, const Value& b);
 // Python's ordering (-1, 0, 1) of two numbers, two strings or two lists;
