@@ -263,7 +263,13 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   const int32_t group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const size_t block_stride = cache.block_stride();
-  pool.parallel_for(static_cast<int64_t>(n) * c.n_kv_heads, 1, [&](int64_t begin, int64_t end) {
+  // Jobs are (row, KV head) pairs; batch them so each range is worth a
+  // thread wake-up (~64K multiply-adds), which keeps tiny models on one thread.
+  int64_t keys = 0;
+  for (int32_t i = 0; i < n; ++i) keys += batch.positions[static_cast<size_t>(i)] + 1;
+  const int64_t work_per_job = std::max<int64_t>(1, keys / n * group * c.head_dim * 2);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_job);
+  pool.parallel_for(static_cast<int64_t>(n) * c.n_kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
       const auto i = static_cast<size_t>(job / c.n_kv_heads);
       const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
