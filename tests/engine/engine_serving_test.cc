@@ -252,6 +252,9 @@ TEST_F(EngineServing, LoopCancelFreesBlocksAndLimitsInFlight) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(loop.metrics().running, 0);
   EXPECT_EQ(loop.metrics().kv_blocks_used, 0);
+  // The in-flight slot is returned after the final callback; give the loop a moment.
+  for (int i = 0; i < 200 && loop.in_flight() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(loop.try_reserve());
   ASSERT_TRUE(loop.submit({}, p, nullptr).error().message.find("empty") != std::string::npos);
 }
