@@ -3,6 +3,7 @@
 // into a batch tool: each input line is a JSON string, each output line a JSON
 // object with the ids and the text they decode back to.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "formats/gguf.h"
+#include "formats/hf_tokenizer_import.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::cli {
@@ -18,6 +20,7 @@ namespace {
 
 struct Options {
   std::string model;
+  std::string tokenizer_json;
   std::string text;
   bool have_text = false;  // given as an argument (possibly empty)
   std::string file;
@@ -72,13 +75,27 @@ Result<void> run_jsonl(const Tokenizer& tok, const Options& o, const std::string
   return {};
 }
 
+// A Hugging Face tokenizer.json (and the tokenizer_config.json beside it, if
+// any) as the tokenizer metadata of an in-memory GGUF vocabulary.
+Result<GgufFile> open_tokenizer_json(const std::string& path) {
+  HfTokenizerFiles files;
+  files.tokenizer_json = path;
+  const auto config = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  if (std::filesystem::exists(config)) files.tokenizer_config = config.string();
+  GgufWriter w;
+  DUET_TRY(set_hf_tokenizer_metadata(w, files));
+  return GgufFile::assemble(path, w.metadata(), {}, nullptr);
+}
+
 int run(const Options& o) {
   if (o.have_text && !o.file.empty())
     return fail(err("give the text either as an argument or with -f PATH, not both"));
   if (!o.have_text && o.file.empty() && !o.jsonl)
     return fail(err("no text: give it as an argument or with -f PATH ('-' for stdin)"));
   if (o.have_text && o.jsonl) return fail(err("--jsonl reads its lines from -f PATH or stdin"));
-  auto gguf = GgufFile::open(o.model);
+  if (o.model.empty() == o.tokenizer_json.empty())
+    return fail(err("give exactly one of -m MODEL.gguf and --tokenizer tokenizer.json"));
+  auto gguf = o.model.empty() ? open_tokenizer_json(o.tokenizer_json) : GgufFile::open(o.model);
   if (!gguf) return fail(gguf.error());
   auto tok = Tokenizer::from_gguf(*gguf);
   if (!tok) return fail(tok.error());
@@ -108,8 +125,9 @@ const bool registered = register_command(
     "tokenize", "Print the token ids of a text under a model's vocabulary",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
-      app.add_option("-m,--model", o->model, "GGUF file with a tokenizer (model or vocab only)")
-          ->required();
+      app.add_option("-m,--model", o->model, "GGUF file with a tokenizer (model or vocab only)");
+      app.add_option("--tokenizer", o->tokenizer_json,
+                     "A Hugging Face tokenizer.json (byte-level BPE) instead of a GGUF file");
       CLI::Option* text = app.add_option("text", o->text, "Text to tokenize");
       app.add_option("-f,--file", o->file, "Read the text from a file ('-' for stdin)");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");

@@ -91,5 +91,24 @@ TEST(TokenizeCommand, Errors) {
   EXPECT_NE(r.output.find("tokenizer.ggml.model 'wordpiece'"), std::string::npos) << r.output;
 }
 
+// A Hugging Face tokenizer.json tokenizes like llama.cpp's GGUF of the same
+// vocabulary (Llama 3), without any GGUF file.
+TEST(TokenizeCommand, TokenizerJsonMatchesTheGgufVocabulary) {
+  const std::string json = duet::testing::shared_path("tokenizers/llama3/tokenizer.json");
+  const std::string gguf = duet::testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-bpe.gguf");
+  for (const char* text : {"'Hello world, how are you?'", "'  12345 tokens\tand\nlines'",
+                           "'\u00e9t\u00e9 \u4e16\u754c'", "'<|begin_of_text|>x'"}) {
+    const auto a = run_command(duet::testing::duet_binary() + " tokenize --tokenizer " + json + " " + text);
+    const auto b = run_command(duet::testing::duet_binary() + " tokenize -m " + gguf + " " + text);
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_FALSE(a.output.empty());
+    EXPECT_EQ(a.output, b.output) << text;
+  }
+  const auto both = run_command(duet::testing::duet_binary() + " tokenize --tokenizer " + json +
+                                " -m " + gguf + " x");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("exactly one of"), std::string::npos) << both.output;
+}
+
 }  // namespace
 }  // namespace duet
