@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
@@ -16,6 +17,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
+  std::string chat_template;  // --chat-template NAME|FILE
   int32_t max_seqs = 16;
   int32_t max_batch_tokens = 512;
   int32_t ctx = 0;
@@ -57,6 +59,11 @@ int serve(const ServeOptions& o) {
   sc.model_name = std::filesystem::path(o.model).stem().string();
   sc.read_timeout_s = o.read_timeout;
   sc.http_threads = o.max_seqs + o.max_queue + 8;
+  // An explicit --chat-template must resolve; otherwise the model's own
+  // template is used when it parses, and the built-in Llama 2 format if not.
+  auto tmpl = resolve_chat_template(o.chat_template, **model);
+  if (tmpl) sc.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
+  else if (!o.chat_template.empty()) return fail(tmpl.error());
   server::OpenAiServer srv(**model, loop, sc);
   auto port = srv.bind();
   if (!port) return fail(port.error());
@@ -80,6 +87,7 @@ const bool registered = register_command(
       app.add_option("--host", o->host, "Address to listen on")->capture_default_str();
       app.add_option("--port", o->port, "Port (0: any free port, printed at start)")->capture_default_str();
       app.add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY'");
+      app.add_option("--chat-template", o->chat_template, chat_template_option_help());
       app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together")->capture_default_str();
       app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per engine step")->capture_default_str();
       app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();

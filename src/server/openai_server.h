@@ -18,6 +18,8 @@
 #include "model/model.h"
 
 
+#include "tokenizer/chat_template.h"
+
 namespace duet::server {
 
 struct ServerConfig {
@@ -28,6 +30,9 @@ struct ServerConfig {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   int read_timeout_s = 10;          // a client that stalls mid-request is dropped
   int32_t http_threads = 64;        // connections served at once
+  // The chat template for /v1/chat/completions; null: the built-in Llama 2
+  // format where the vocabulary allows it (chat_prompt.h).
+  std::shared_ptr<const ChatTemplate> chat_template;
 };
 
 class OpenAiServer {

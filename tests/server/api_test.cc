@@ -154,6 +154,36 @@ TEST(ServerApi, ChatWholeAndStreamed) {
   EXPECT_EQ(streamed, content);
 }
 
+// With a chat template configured, the prompt is exactly the template's
+// rendering of the messages, and a template's raise_exception is a 400.
+TEST(ServerApi, ChatUsesTheConfiguredTemplate) {
+  const char* source =
+      "{% if messages[0]['content'] == 'forbidden' %}{{ raise_exception('that topic is refused') }}{% endif %}"
+      "{{ bos_token }}{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+      "{% if add_generation_prompt %}<assistant>{% endif %}";
+  auto tmpl = ChatTemplate::parse(source, "<s>", "</s>");
+  ASSERT_TRUE(tmpl.ok()) << tmpl.error().message;
+  HarnessOptions o;
+  o.server.chat_template = std::make_shared<const ChatTemplate>(*tmpl);
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  const std::vector<duet::ChatMessage> msgs = {{"system", "Tell a story."}, {"user", "A cat"}};
+  auto rendered = tmpl->apply(msgs, true);
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_EQ(*rendered, "<s><system>Tell a story.\n<user>A cat\n<assistant>");
+  const size_t expected = s.model().tokenizer().encode(*rendered, false, true).size();
+  json body = {{"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "A cat"}}}},
+               {"max_tokens", 4}, {"temperature", 0}};
+  int status = 0;
+  const json r = post_json(s, "/v1/chat/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["usage"]["prompt_tokens"].get<size_t>(), expected);
+  const json bad = post_json(s, "/v1/chat/completions",
+                             {{"messages", {{{"role", "user"}, {"content", "forbidden"}}}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(bad.dump().find("that topic is refused"), std::string::npos) << bad.dump();
+}
+
 TEST(ServerApi, InvalidRequestsAre400WithTheField) {
   TestServer s;
   ASSERT_TRUE(s.ok());
