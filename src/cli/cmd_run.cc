@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/spec_options.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +26,7 @@ struct RunOptions {
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
+  SpecOptions spec;
 };
 
 struct RunStats {
@@ -46,6 +48,8 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   const double decode_s = t.token_times.size() > 1 ? t.token_times.back() - t.token_times.front() : 0;
   const double decode_tps = decode_s > 0 ? static_cast<double>(itl.size()) / decode_s : 0.0;
   const size_t kv_bytes = static_cast<size_t>(s.peak_blocks) * engine.cache().bytes_per_block();
+  const double acceptance = t.n_drafted ? static_cast<double>(t.n_accepted) / t.n_drafted : 0.0;
+  const double per_pass = t.n_passes ? static_cast<double>(t.n_generated) / t.n_passes : 0.0;
   if (o.json) {
     nlohmann::json j = {
         {"prompt_tokens", t.n_prompt},
@@ -57,6 +61,8 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
         {"kv_cache_bytes", kv_bytes},
         {"kv_bytes_per_token", engine.cache().bytes_per_token()},
         {"finish_reason", finish_reason_name(s.reason)},
+        {"speculative", {{"drafted", t.n_drafted}, {"accepted", t.n_accepted}, {"acceptance_rate", acceptance},
+                         {"target_passes", t.n_passes}, {"tokens_per_pass", per_pass}}},
         {"seed", o.sampling.seed},
         {"prompt_ids", s.prompt_ids},
         {"generated_ids", s.generated_ids},
@@ -72,6 +78,9 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
                percentile(itl, 90), percentile(itl, 99));
   std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %zu bytes/token)\n",
                kv_bytes, s.peak_blocks, kBlockTokens, engine.cache().bytes_per_token());
+  if (engine.speculating())
+    std::fprintf(stderr, "speculative:      %d of %d drafts accepted (%.1f%%), %.2f tokens per target pass\n",
+                 t.n_accepted, t.n_drafted, 100.0 * acceptance, per_pass);
 }
 
 int run(RunOptions o) {
@@ -97,6 +106,8 @@ int run(RunOptions o) {
   config.scheduler.max_seqs = 1;
   config.scheduler.max_batch_tokens = std::max<int32_t>(512, static_cast<int32_t>(stats.prompt_ids.size()));
   Engine engine(**model, config);
+  std::unique_ptr<Model> draft;
+  if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
 
   RequestParams params;
   params.sampling = o.sampling;
@@ -157,6 +168,7 @@ const bool registered = register_command(
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");
+      add_spec_options(app, &o->spec);
       return [o] { return run(*o); };
     });
 

@@ -6,6 +6,7 @@
 
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 
@@ -26,6 +27,7 @@ struct ServeOptions {
   int32_t kv_blocks = 0;
   int read_timeout = 10;
   bool no_prefix_cache = false;
+  SpecOptions spec;
 };
 
 server::OpenAiServer* g_server = nullptr;
@@ -50,6 +52,8 @@ int serve(const ServeOptions& o) {
   config.scheduler.max_batch_tokens = o.max_batch_tokens;
   config.scheduler.prefix_caching = !o.no_prefix_cache;
   Engine engine(**model, config);
+  std::unique_ptr<Model> draft;
+  if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
   EngineLoop loop(engine, o.max_seqs + o.max_queue);
 
   server::ServerConfig sc;
@@ -99,6 +103,7 @@ const bool registered = register_command(
       app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
+      add_spec_options(app, &o->spec);
       return [o] { return serve(*o); };
     });
 

@@ -34,6 +34,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
       pool_(config.n_threads),
       cache_(model.kv_shape(), default_blocks(config, ctx_)),
       scheduler_(config.scheduler),
+      max_seqs_(std::max(1, config.scheduler.max_seqs)),
       logits_(static_cast<size_t>(std::max(1, config.scheduler.max_seqs)) *
               static_cast<size_t>(model.config().n_vocab)) {}
 
@@ -86,8 +87,21 @@ void Engine::finish(Sequence* seq, FinishReason reason, const std::string& error
   sequences_.erase(id);
 }
 
-void Engine::on_sampled(Sequence* seq, int32_t token, const float* raw_logits) {
-  seq->tokens.push_back(token);
+Status Engine::enable_speculation(const SpecConfig& spec) {
+  if (spec.draft_max < 1) return err("the draft length must be at least 1, not ", spec.draft_max);
+  if (spec.lookup < 0) return err("the lookup n-gram length must be >= 0, not ", spec.lookup);
+  if (spec.draft) {
+    DUET_ASSIGN(drafter_, make_model_drafter(*spec.draft, model_, ctx_, max_seqs_, spec.draft_max));
+  } else if (spec.lookup > 0) {
+    drafter_ = make_lookup_drafter(spec.lookup);
+  } else {
+    drafter_.reset();
+  }
+  spec_ = spec;
+  return {};
+}
+
+bool Engine::emit(Sequence* seq, int32_t token, const float* raw_logits) {
   const double t = seq->seconds_since_submit();
   if (seq->timings.first_token < 0) {
     seq->timings.first_token = t;
@@ -96,7 +110,7 @@ void Engine::on_sampled(Sequence* seq, int32_t token, const float* raw_logits) {
     metrics_.itl.observe(t - seq->timings.token_times.back());
   }
   seq->timings.token_times.push_back(t);
-  seq->timings.n_generated = seq->n_generated();
+  ++seq->timings.n_generated;
   ++metrics_.generated_tokens;
 
   TokenEvent ev;
@@ -110,6 +124,9 @@ void Engine::on_sampled(Sequence* seq, int32_t token, const float* raw_logits) {
     ev.top_logprobs = top_logprobs(raw_logits, n_vocab, seq->params.logprobs, lse);
   }
 
+  // Accepted draft tokens may already stand after this one in seq->tokens:
+  // the limits count the tokens reported so far.
+  const int32_t n_reported = seq->n_prompt + seq->timings.n_generated;
   FinishReason reason = FinishReason::kNone;
   const bool eos = !seq->params.ignore_eos && model_.tokenizer().is_end_of_generation(token);
   if (!eos) {
@@ -119,20 +136,102 @@ void Engine::on_sampled(Sequence* seq, int32_t token, const float* raw_logits) {
   }
   if (eos || seq->stop_matched)
     reason = FinishReason::kStop;
-  else if (seq->n_generated() >= seq->params.max_tokens)
+  else if (seq->timings.n_generated >= seq->params.max_tokens)
     reason = FinishReason::kLength;
-  else if (seq->size() >= ctx_)
+  else if (n_reported >= ctx_)
     reason = FinishReason::kContext;
 
   const int64_t id = seq->id;
   if (seq->on_token) seq->on_token(ev);
-  if (!sequences_.count(id)) return;  // the callback cancelled it
-  if (reason != FinishReason::kNone) finish(seq, reason);
+  if (!sequences_.count(id)) return false;  // the callback cancelled it
+  if (reason != FinishReason::kNone) {
+    finish(seq, reason);
+    return false;
+  }
+  return true;
+}
+
+Result<std::vector<Sequence*>> Engine::propose_drafts() {
+  std::vector<Sequence*> drafted;
+  if (!drafter_) return drafted;
+  for (Sequence* seq : scheduler_.running()) {
+    // Only sequences decoding: their one pending token is the last sampled.
+    if (seq->n_pending() != 1 || seq->n_generated() == 0) continue;
+    const int32_t room = std::min(seq->params.max_tokens - seq->n_generated(), ctx_ - seq->size()) - 1;
+    seq->spec.k = std::min(adaptive_draft_len(seq->spec.accept_rate, spec_.draft_max), room);
+    if (seq->spec.k > 0) drafted.push_back(seq);
+  }
+  if (!drafted.empty()) DUET_TRY(drafter_->propose(drafted, pool_));
+  return drafted;
+}
+
+// Drops draft tokens the schedule has no room to verify (a token budget cut
+// the chunk short, or the sequence was preempted).
+void Engine::trim_drafts(const std::vector<Sequence*>& drafted,
+                         const std::vector<ScheduledChunk>& chunks) {
+  for (Sequence* seq : drafted) {
+    int32_t allowed = 0;
+    for (const ScheduledChunk& c : chunks)
+      if (c.seq == seq) allowed = std::max(0, c.n_tokens - 1);
+    SpecState& s = seq->spec;
+    if (s.n_draft <= allowed) continue;
+    seq->tokens.resize(seq->tokens.size() - static_cast<size_t>(s.n_draft - allowed));
+    s.q.resize(static_cast<size_t>(allowed));
+    s.n_draft = allowed;
+    drafter_->keep(seq, seq->size());
+  }
+}
+
+// Tests seq's draft tokens against the target's logits rows (one per draft
+// token, then one past the last) in order, stopping at the first rejection.
+// Leaves seq->tokens ending in the accepted drafts and one more token drawn
+// by the target (a replacement, or a bonus when all were accepted); `out`
+// gets those tokens. Returns how many drafts were accepted.
+int32_t Engine::verify_drafts(Sequence* seq, float* rows, std::vector<int32_t>& out,
+                              std::vector<float>& raw) {
+  SpecState& s = seq->spec;
+  const int32_t n_vocab = model_.config().n_vocab;
+  const int32_t base = seq->size() - s.n_draft;
+  const std::span<const int32_t> tokens(seq->tokens);
+  int32_t accepted = 0;
+  for (int32_t j = 0; j <= s.n_draft; ++j) {
+    float* row = rows + static_cast<size_t>(j) * n_vocab;
+    if (seq->params.logprobs >= 0) raw.insert(raw.end(), row, row + n_vocab);
+    seq->sampler.distribution(row, n_vocab, tokens.first(static_cast<size_t>(base + j)), target_dist_);
+    if (j == s.n_draft) {
+      out.push_back(seq->sampler.draw(target_dist_));
+      break;
+    }
+    const int32_t d = seq->tokens[static_cast<size_t>(base + j)];
+    const Verdict v = accept_or_resample(target_dist_, s.q[static_cast<size_t>(j)], d, seq->sampler, residual_);
+    out.push_back(v.token);
+    s.accept_rate = 0.9 * s.accept_rate + (v.accepted ? 0.1 : 0.0);
+    if (!v.accepted) break;
+    ++accepted;
+  }
+  seq->timings.n_drafted += s.n_draft;
+  seq->timings.n_accepted += accepted;
+  metrics_.spec_draft_tokens += s.n_draft;
+  metrics_.spec_accepted_tokens += accepted;
+  ++metrics_.spec_verify_passes;
+
+  seq->tokens.resize(static_cast<size_t>(base + accepted));
+  seq->tokens.push_back(out.back());
+  // The rejected drafts' K/V stay in their slots, to be overwritten: rolling
+  // back is only dropping whole blocks past the accepted tokens.
+  seq->n_computed = base + accepted;
+  seq->table.truncate(cache_.pool(), seq->n_computed);
+  drafter_->keep(seq, seq->n_computed);
+  s.n_draft = 0;
+  s.q.clear();
+  return accepted;
 }
 
 Status Engine::step() {
+  DUET_ASSIGN(const std::vector<Sequence*> drafted, propose_drafts());
   std::vector<Sequence*> unfittable;
   const std::vector<ScheduledChunk> chunks = scheduler_.schedule(cache_.pool(), unfittable);
+  if (!drafted.empty()) trim_drafts(drafted, chunks);
   for (Sequence* seq : unfittable)
     finish(seq, FinishReason::kError,
            "the KV cache is too small for this sequence (" + std::to_string(seq->size()) +
@@ -141,40 +240,75 @@ Status Engine::step() {
   if (chunks.empty()) return {};
 
   batch_.clear();
-  std::vector<Sequence*>& sampled = sampled_;
-  sampled.clear();
+  sampled_.clear();
+  size_t n_rows = 0;
   for (const ScheduledChunk& c : chunks) {
     Sequence* seq = c.seq;
     const int32_t s = batch_.add_sequence(&seq->table);
     const bool caught_up = seq->n_computed + c.n_tokens == seq->size();
+    // Verifying drafts needs the logits after every token of the chunk.
+    const bool every_row = seq->spec.n_draft > 0;
     for (int32_t j = 0; j < c.n_tokens; ++j) {
       const int32_t pos = seq->n_computed + j;
-      batch_.add(seq->tokens[static_cast<size_t>(pos)], pos, s, caught_up && j == c.n_tokens - 1);
+      batch_.add(seq->tokens[static_cast<size_t>(pos)], pos, s,
+                 every_row || (caught_up && j == c.n_tokens - 1));
     }
-    if (caught_up) sampled.push_back(seq);
+    if (!caught_up) continue;
+    const int32_t rows = every_row ? c.n_tokens : 1;
+    sampled_.push_back({seq, seq->id, n_rows, rows});
+    n_rows += static_cast<size_t>(rows);
   }
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  if (logits_.size() < n_rows * n_vocab) logits_.resize(n_rows * n_vocab);
 
   DUET_TRY(model_.forward(batch_, cache_, pool_, logits_.data()));
   ++metrics_.steps;
 
-  for (const ScheduledChunk& c : chunks) {
-    Sequence* seq = c.seq;
-    seq->n_computed += c.n_tokens;
-    if (scheduler_.prefix_caching())
-      cache_full_blocks(cache_.pool(), seq->tokens, seq->n_computed, seq->table, seq->block_hashes);
-  }
-  const int32_t n_vocab = model_.config().n_vocab;
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    Sequence* seq = sampled[i];
-    float* row = logits_.data() + i * static_cast<size_t>(n_vocab);
-    const float* raw = nullptr;
-    if (seq->params.logprobs >= 0) {
-      raw_row_.assign(row, row + n_vocab);
-      raw = raw_row_.data();
+  // Draft tokens count as computed only once verified.
+  for (const ScheduledChunk& c : chunks) c.seq->n_computed += c.n_tokens - c.seq->spec.n_draft;
+
+  // Choose every sequence's new tokens first, then report them: callbacks
+  // may end sequences, and the prefix cache must see the final tokens.
+  struct Emit {
+    size_t entry;
+    int32_t token;
+    int64_t raw;  // offset of its raw logits in raw_rows_, or -1
+  };
+  std::vector<Emit> emits;
+  raw_rows_.clear();
+  std::vector<int32_t> out;
+  for (size_t e = 0; e < sampled_.size(); ++e) {
+    Sequence* seq = sampled_[e].seq;
+    float* row = logits_.data() + sampled_[e].row * n_vocab;
+    ++seq->timings.n_passes;
+    const bool want_raw = seq->params.logprobs >= 0;
+    const auto raw_start = static_cast<int64_t>(raw_rows_.size());
+    out.clear();
+    if (seq->spec.n_draft > 0) {
+      verify_drafts(seq, row, out, raw_rows_);
+    } else {
+      if (want_raw) raw_rows_.insert(raw_rows_.end(), row, row + n_vocab);
+      out.push_back(seq->sampler.sample(row, static_cast<int32_t>(n_vocab), seq->tokens));
+      seq->tokens.push_back(out.back());
     }
-    on_sampled(seq, seq->sampler.sample(row, n_vocab, seq->tokens), raw);
+    for (size_t i = 0; i < out.size(); ++i)
+      emits.push_back({e, out[i], want_raw ? raw_start + static_cast<int64_t>(i * n_vocab) : -1});
   }
-  rate_.add(seconds_since_start(), static_cast<int64_t>(sampled.size()));
+  if (scheduler_.prefix_caching())
+    for (const ScheduledChunk& c : chunks)
+      cache_full_blocks(cache_.pool(), c.seq->tokens, c.seq->n_computed, c.seq->table,
+                        c.seq->block_hashes);
+
+  std::vector<uint8_t> gone(sampled_.size(), 0);
+  for (const Emit& em : emits) {
+    if (gone[em.entry] || !sequences_.count(sampled_[em.entry].id)) {
+      gone[em.entry] = 1;
+      continue;
+    }
+    if (!emit(sampled_[em.entry].seq, em.token, em.raw >= 0 ? raw_rows_.data() + em.raw : nullptr))
+      gone[em.entry] = 1;
+  }
+  rate_.add(seconds_since_start(), static_cast<int64_t>(emits.size()));
   return {};
 }
 

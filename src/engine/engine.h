@@ -15,6 +15,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/speculative.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -38,6 +39,11 @@ class Engine {
   // Queues a request; fails as check_prompt() does.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
                          TokenCallback on_token);
+  // Turns on speculative decoding for every decoding sequence from the next
+  // step on; fails when the draft model cannot draft for this one.
+  Status enable_speculation(const SpecConfig& spec);
+  bool speculating() const { return drafter_ != nullptr; }
+
   // Ends a request wherever it is; its callback hears kCancelled.
   void cancel(int64_t id);
 
@@ -58,7 +64,13 @@ class Engine {
 
  private:
   void finish(Sequence* seq, FinishReason reason, const std::string& error = {});
-  void on_sampled(Sequence* seq, int32_t token, const float* raw_logits);
+  // Reports a token already at the end of seq->tokens; finishes the
+  // sequence when it ends it. False when the sequence is gone afterwards.
+  bool emit(Sequence* seq, int32_t token, const float* raw_logits);
+  Result<std::vector<Sequence*>> propose_drafts();
+  void trim_drafts(const std::vector<Sequence*>& drafted, const std::vector<ScheduledChunk>& chunks);
+  int32_t verify_drafts(Sequence* seq, float* rows, std::vector<int32_t>& out,
+                        std::vector<float>& raw);
   double seconds_since_start() const;
 
   Model& model_;
@@ -66,12 +78,23 @@ class Engine {
   ThreadPool pool_;
   KvCache cache_;
   Scheduler scheduler_;
+  int32_t max_seqs_;
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
   int64_t next_id_ = 1;
   Batch batch_;                      // reused every step
-  std::vector<Sequence*> sampled_;   // sequences whose last row yields logits, in row order
-  std::vector<float> logits_;   // [max_seqs][n_vocab]
-  std::vector<float> raw_row_;  // [n_vocab] a logits row before the sampler alters it
+  // Sequences sampled this step, in logits-row order: from `row`, n_rows rows.
+  struct Sampled {
+    Sequence* seq;
+    int64_t id;
+    size_t row;
+    int32_t n_rows;
+  };
+  std::vector<Sampled> sampled_;
+  std::unique_ptr<Drafter> drafter_;
+  SpecConfig spec_;
+  std::vector<float> logits_;   // [rows wanting logits][n_vocab]
+  std::vector<float> raw_rows_;  // logits rows before the sampler alters them (for logprobs)
+  TokenDist target_dist_, residual_;  // verification scratch
   EngineMetrics metrics_;
   RateMeter rate_{5.0};
   Sequence::Clock::time_point started_ = Sequence::Clock::now();

@@ -43,6 +43,9 @@ struct EngineMetrics {
   int64_t prefix_hit_tokens = 0;    // of those, found there
   int64_t preemptions = 0;
   int64_t steps = 0;
+  int64_t spec_draft_tokens = 0;     // proposed by the drafter
+  int64_t spec_accepted_tokens = 0;  // of those, accepted by the target
+  int64_t spec_verify_passes = 0;    // sequence-steps that verified drafts
   Histogram ttft;  // seconds
   Histogram itl;   // seconds
 
@@ -56,6 +59,9 @@ struct EngineMetrics {
   int64_t kv_tokens_stored = 0;  // distinct token slots filled in used blocks
   double generated_tokens_per_second = 0;  // over the last few seconds
 
+  double spec_acceptance_rate() const {
+    return spec_draft_tokens ? static_cast<double>(spec_accepted_tokens) / spec_draft_tokens : 0;
+  }
   double prefix_hit_rate() const {
     return prefix_query_tokens ? static_cast<double>(prefix_hit_tokens) / prefix_query_tokens : 0;
   }

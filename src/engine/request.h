@@ -34,6 +34,11 @@ struct RequestTimings {
   int32_t n_cached = 0;             // prompt tokens reused from the prefix cache
   int32_t n_generated = 0;
   int32_t n_preemptions = 0;
+  // Speculative decoding: draft tokens proposed and accepted, and target
+  // forward passes that produced tokens (n_generated / n_passes tokens each).
+  int32_t n_drafted = 0;
+  int32_t n_accepted = 0;
+  int32_t n_passes = 0;
 };
 
 struct TokenLogprob {

@@ -12,7 +12,7 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
-void Sampler::apply_penalties(float* logits, int32_t n_vocab, const std::vector<int32_t>& history) {
+void Sampler::apply_penalties(float* logits, int32_t n_vocab, std::span<const int32_t> history) {
   const bool repeat = params_.repeat_penalty != 1.0f;
   if (!repeat && params_.frequency_penalty == 0.0f && params_.presence_penalty == 0.0f) return;
   const size_t window = params_.repeat_last_n < 0
@@ -35,10 +35,19 @@ void Sampler::apply_penalties(float* logits, int32_t n_vocab, const std::vector<
   }
 }
 
-int32_t Sampler::sample(float* logits, int32_t n_vocab, const std::vector<int32_t>& history) {
+int32_t Sampler::sample(float* logits, int32_t n_vocab, std::span<const int32_t> history) {
+  distribution(logits, n_vocab, history, dist_);
+  return draw(dist_);
+}
+
+void Sampler::distribution(float* logits, int32_t n_vocab, std::span<const int32_t> history,
+                           TokenDist& out) {
+  out.clear();
   apply_penalties(logits, n_vocab, history);
-  if (params_.temperature <= 0.0f)
-    return static_cast<int32_t>(std::max_element(logits, logits + n_vocab) - logits);
+  if (params_.temperature <= 0.0f) {
+    out.push_back({static_cast<int32_t>(std::max_element(logits, logits + n_vocab) - logits), 1.0});
+    return;
+  }
 
   candidates_.resize(static_cast<size_t>(n_vocab));
   for (int32_t i = 0; i < n_vocab; ++i)
@@ -57,18 +66,19 @@ int32_t Sampler::sample(float* logits, int32_t n_vocab, const std::vector<int32_
 
   // Probabilities of the kept candidates (sorted, so the first is the max).
   const float max_logit = candidates_[0].logit;
-  probs_.resize(n);
-  std::vector<double>& probs = probs_;
+  out.resize(n);
   double total = 0.0;
-  for (size_t i = 0; i < n; ++i)
-    total += probs[i] = std::exp(static_cast<double>(candidates_[i].logit - max_logit));
-  for (double& p : probs) p /= total;
+  for (size_t i = 0; i < n; ++i) {
+    out[i].id = candidates_[i].id;
+    total += out[i].p = std::exp(static_cast<double>(candidates_[i].logit - max_logit));
+  }
+  for (TokenProb& t : out) t.p /= total;
 
   size_t keep = n;
   if (params_.top_p < 1.0f) {
     double cum = 0.0;
     for (size_t i = 0; i < n; ++i) {
-      cum += probs[i];
+      cum += out[i].p;
       if (cum >= params_.top_p) {
         keep = i + 1;
         break;
@@ -76,20 +86,31 @@ int32_t Sampler::sample(float* logits, int32_t n_vocab, const std::vector<int32_
     }
   }
   if (params_.min_p > 0.0f) {
-    const double floor = probs[0] * params_.min_p;
+    const double floor = out[0].p * params_.min_p;
     size_t i = 1;
-    while (i < keep && probs[i] >= floor) ++i;
+    while (i < keep && out[i].p >= floor) ++i;
     keep = i;
   }
-
+  out.resize(keep);
   double mass = 0.0;
-  for (size_t i = 0; i < keep; ++i) mass += probs[i];
-  double r = uniform() * mass;
-  for (size_t i = 0; i < keep; ++i) {
-    r -= probs[i];
-    if (r < 0.0) return candidates_[i].id;
+  for (const TokenProb& t : out) mass += t.p;
+  for (TokenProb& t : out) t.p /= mass;
+}
+
+int32_t Sampler::draw(const TokenDist& dist) {
+  if (dist.size() == 1) return dist[0].id;  // greedy draws nothing from the RNG
+  double r = uniform();
+  for (const TokenProb& t : dist) {
+    r -= t.p;
+    if (r < 0.0) return t.id;
   }
-  return candidates_[keep - 1].id;
+  return dist.back().id;
+}
+
+double prob_of(const TokenDist& dist, int32_t id) {
+  for (const TokenProb& t : dist)
+    if (t.id == id) return t.p;
+  return 0.0;
 }
 
 }  // namespace duet

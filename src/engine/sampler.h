@@ -1,10 +1,12 @@
 // Chooses the next token from a row of logits: penalties, then greedy or
 // temperature sampling restricted by top-k, top-p and min-p, from a seeded
-// RNG (same seed, same output).
+// RNG (same seed, same output). The distribution it draws from is available
+// on its own, for speculative decoding's acceptance test.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace duet {
@@ -27,19 +29,37 @@ struct SamplingParams {
   }
 };
 
+// One token of a sparse distribution; the probabilities of a list sum to 1.
+struct TokenProb {
+  int32_t id;
+  double p;
+};
+using TokenDist = std::vector<TokenProb>;
+
+// Probability of `id` in `dist` (0 when absent).
+double prob_of(const TokenDist& dist, int32_t id);
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
   // Picks a token from logits[n_vocab]; `history` is the sequence so far
   // (prompt and output) for the penalties. logits is modified in place.
-  int32_t sample(float* logits, int32_t n_vocab, const std::vector<int32_t>& history);
+  int32_t sample(float* logits, int32_t n_vocab, std::span<const int32_t> history);
+
+  // The distribution sample() draws from, most likely first: one token with
+  // p = 1 when greedy. logits is modified in place.
+  void distribution(float* logits, int32_t n_vocab, std::span<const int32_t> history,
+                    TokenDist& out);
+  // A token drawn from `dist` with this sampler's RNG.
+  int32_t draw(const TokenDist& dist);
+  // Uniform in [0, 1) from this sampler's RNG.
+  double uniform();
 
   const SamplingParams& params() const { return params_; }
 
  private:
-  void apply_penalties(float* logits, int32_t n_vocab, const std::vector<int32_t>& history);
-  double uniform();
+  void apply_penalties(float* logits, int32_t n_vocab, std::span<const int32_t> history);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -48,8 +68,8 @@ class Sampler {
     int32_t id;
   };
   std::vector<Candidate> candidates_;  // reused across calls
-  std::vector<double> probs_;          // probabilities of the kept candidates
   std::vector<int32_t> counts_;        // per-token counts in the penalty window
+  TokenDist dist_;                     // sample()'s distribution, reused
 };
 
 }  // namespace duet

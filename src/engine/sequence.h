@@ -15,6 +15,19 @@
 
 namespace duet {
 
+// Speculative decoding's state for one sequence (engine/speculative.h).
+struct SpecState {
+  int32_t k = 0;                   // tokens to propose this step
+  double accept_rate = 0.7;        // running per-token acceptance rate
+  int32_t n_draft = 0;             // proposed tokens now at the end of `tokens`
+  std::vector<TokenDist> q;        // [n_draft] their draft distributions
+  // The draft model's view of this sequence: its blocks in the draft's
+  // cache, how many tokens they hold, and a sampler for its distributions.
+  BlockTable draft_table;
+  int32_t draft_computed = 0;
+  std::optional<Sampler> draft_sampler;
+};
+
 struct Sequence {
   using Clock = std::chrono::steady_clock;
 
@@ -51,6 +64,7 @@ struct Sequence {
   bool stop_matched = false;           // a stop string ended the text
   Clock::time_point submitted;
   RequestTimings timings;
+  SpecState spec;
 };
 
 }  // namespace duet

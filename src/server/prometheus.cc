@@ -52,6 +52,14 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          m.generated_tokens_per_second);
   metric(out, "duet_preemptions_total", "counter", "Sequences preempted for KV blocks", static_cast<double>(m.preemptions));
   metric(out, "duet_engine_steps_total", "counter", "Batched forward passes", static_cast<double>(m.steps));
+  metric(out, "duet_spec_draft_tokens_total", "counter", "Speculative draft tokens proposed",
+         static_cast<double>(m.spec_draft_tokens));
+  metric(out, "duet_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted by the target",
+         static_cast<double>(m.spec_accepted_tokens));
+  metric(out, "duet_spec_verify_passes_total", "counter", "Sequence-steps that verified draft tokens",
+         static_cast<double>(m.spec_verify_passes));
+  metric(out, "duet_spec_acceptance_rate", "gauge", "Accepted / proposed draft tokens since start",
+         m.spec_acceptance_rate());
   metric(out, "duet_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
          static_cast<double>(m.prefix_query_tokens));
   metric(out, "duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",

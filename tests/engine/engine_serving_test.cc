@@ -88,7 +88,7 @@ TEST_F(EngineServing, PrefixCacheReusesBlocksAndGivesTheSameOutput) {
   for (size_t i = 0; i < tails.size(); ++i) {
     EXPECT_EQ(cached[i].tokens, uncached[i].tokens) << tails[i];
     EXPECT_EQ(uncached[i].timings.n_cached, 0);
-    if (i > 0) EXPECT_GE(cached[i].timings.n_cached, prefix_blocks * kBlockTokens) << tails[i];
+    if (i > 0) { EXPECT_GE(cached[i].timings.n_cached, prefix_blocks * kBlockTokens) << tails[i]; }
   }
   EXPECT_EQ(cached[0].timings.n_cached, 0);
   EXPECT_GT(with.prefix_hit_tokens, 0);

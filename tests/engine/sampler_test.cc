@@ -113,7 +113,7 @@ TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
   Sampler s(p);
   auto l = logits_of({4.0f, 3.0f, -1.0f});
   // token 0 seen (4 -> 2) and token 2 seen (-1 -> -2): token 1 wins.
-  EXPECT_EQ(s.sample(l.data(), 3, {0, 2, 0}), 1);
+  EXPECT_EQ(s.sample(l.data(), 3, std::vector<int32_t>{0, 2, 0}), 1);
   EXPECT_FLOAT_EQ(l[0], 2.0f);
   EXPECT_FLOAT_EQ(l[2], -2.0f);
 }
@@ -124,7 +124,7 @@ TEST(Sampler, FrequencyAndPresencePenaltiesSubtract) {
   p.presence_penalty = 1.0f;
   Sampler s(p);
   auto l = logits_of({3.0f, 2.5f});
-  s.sample(l.data(), 2, {0, 0});
+  s.sample(l.data(), 2, std::vector<int32_t>{0, 0});
   EXPECT_FLOAT_EQ(l[0], 3.0f - 2 * 0.5f - 1.0f);
   EXPECT_FLOAT_EQ(l[1], 2.5f);
 }

@@ -36,7 +36,7 @@ void expect_error(const json& j, const std::string& param = {}) {
   ASSERT_TRUE(j.contains("error")) << j.dump();
   EXPECT_TRUE(j["error"]["message"].is_string());
   EXPECT_TRUE(j["error"]["type"].is_string());
-  if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << j.dump();
+  if (!param.empty()) { EXPECT_EQ(j["error"]["param"], param) << j.dump(); }
 }
 
 TEST(ServerApi, HealthModelsAndUnknownRoute) {
@@ -182,6 +182,32 @@ TEST(ServerApi, ChatUsesTheConfiguredTemplate) {
                              {{"messages", {{{"role", "user"}, {"content", "forbidden"}}}}}, &status);
   EXPECT_EQ(status, 400);
   EXPECT_NE(bad.dump().find("that topic is refused"), std::string::npos) << bad.dump();
+}
+
+// Speculative decoding behind the API: greedy completions (whole and
+// streamed, several at once) are the plain server's, and /metrics counts
+// the drafts.
+TEST(ServerApi, SpeculativeServerGivesThePlainText) {
+  HarnessOptions spec_options;
+  spec_options.spec.lookup = 2;
+  TestServer plain, spec(spec_options);
+  ASSERT_TRUE(plain.ok() && spec.ok());
+  const std::vector<std::string> prompts = {"Once upon a time", "The dog ran", "Lily had a ball"};
+  for (const std::string& prompt : prompts) {
+    const json body = {{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}};
+    const json a = post_json(plain, "/v1/completions", body);
+    std::vector<std::thread> others;
+    std::vector<json> concurrent(2);
+    for (size_t i = 0; i < concurrent.size(); ++i)
+      others.emplace_back([&, i] { concurrent[i] = post_json(spec, "/v1/completions", body); });
+    for (auto& t : others) t.join();
+    for (const json& b : concurrent) EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompt;
+  }
+  auto r = spec.client().Get("/metrics");
+  ASSERT_TRUE(r);
+  const size_t at = r->body.find("\nduet_spec_draft_tokens_total ");
+  ASSERT_NE(at, std::string::npos) << r->body;
+  EXPECT_GT(std::stod(r->body.substr(at + 31)), 0.0);
 }
 
 TEST(ServerApi, InvalidRequestsAre400WithTheField) {

@@ -29,6 +29,7 @@ struct HarnessOptions {
   EngineConfig engine;
   server::ServerConfig server;
   int32_t max_in_flight = 64;
+  SpecConfig spec;  // speculative decoding, when enabled()
 };
 
 class TestServer {
@@ -37,6 +38,7 @@ class TestServer {
     if (!model_) return;
     if (o.engine.n_threads == 0) o.engine.n_threads = 2;
     engine_ = std::make_unique<Engine>(*model_, o.engine);
+    if (o.spec.enabled() && !engine_->enable_speculation(o.spec).ok()) return;
     loop_ = std::make_unique<EngineLoop>(*engine_, o.max_in_flight);
     o.server.port = 0;
     if (o.server.model_name.empty()) o.server.model_name = "stories260K";

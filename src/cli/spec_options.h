@@ -1,0 +1,26 @@
+// `--draft MODEL --draft-max K --lookup N`, shared by `duet run` and
+// `duet serve`: speculative decoding with a draft model or prompt lookup.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "engine/engine.h"
+
+namespace duet::cli {
+
+struct SpecOptions {
+  std::string draft;      // draft model file; empty: none
+  int32_t draft_max = 5;  // most tokens proposed per step
+  int32_t lookup = 0;     // prompt-lookup n-gram length; 0: off
+};
+
+void add_spec_options(CLI::App& app, SpecOptions* o);
+
+// Loads the draft model (kept in `draft`, which must outlive the engine) and
+// turns speculation on; does nothing when neither option is given.
+Status enable_spec(Engine& engine, const SpecOptions& o, std::unique_ptr<Model>& draft);
+
+}  // namespace duet::cli

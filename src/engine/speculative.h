@@ -1,0 +1,72 @@
+// Speculative decoding (Leviathan et al. 2023; Chen et al. 2023): a cheap
+// drafter proposes k tokens, the target scores all of them in one forward
+// pass, and the rejection rule below keeps a prefix of them so that every
+// output token is distributed exactly as the target alone would sample it.
+// Two drafters: a smaller model with the same vocabulary (its own paged KV
+// cache, kept in step and truncated on rejection), and prompt lookup, which
+// proposes what followed the latest earlier occurrence of the last n tokens.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/sampler.h"
+#include "engine/sequence.h"
+#include "model/model.h"
+
+namespace duet {
+
+struct SpecConfig {
+  Model* draft = nullptr;  // a draft model with the target's vocabulary; not owned
+  int32_t lookup = 0;      // longest n-gram prompt lookup matches (0: off)
+  int32_t draft_max = 5;   // most tokens proposed for a sequence in one step
+
+  bool enabled() const { return draft != nullptr || lookup > 0; }
+};
+
+// The outcome of testing one drafted token against the target.
+struct Verdict {
+  bool accepted;
+  int32_t token;  // the draft token, or the replacement drawn on rejection
+};
+
+// Accepts draft token d with probability min(1, p(d)/q(d)); on rejection
+// draws from max(0, p - q) renormalized. q empty means the draft was
+// deterministic (q = 1 at d). `residual` is scratch.
+Verdict accept_or_resample(const TokenDist& p, const TokenDist& q, int32_t d, Sampler& rng,
+                           TokenDist& residual);
+
+// Tokens to propose next from the running per-token acceptance rate: the
+// smallest k whose chance of all k being accepted falls below 1/4.
+int32_t adaptive_draft_len(double accept_rate, int32_t draft_max);
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Appends up to seq->spec.k proposed tokens to each sequence's tokens,
+  // with each one's draft distribution in seq->spec.q (empty: deterministic),
+  // and sets seq->spec.n_draft.
+  virtual Status propose(std::span<Sequence* const> seqs, ThreadPool& pool) = 0;
+  // The first n tokens of seq are final; draft state past them is dropped.
+  virtual void keep(Sequence* /*seq*/, int32_t /*n*/) {}
+  // The sequence is gone.
+  virtual void release(Sequence* /*seq*/) {}
+};
+
+std::unique_ptr<Drafter> make_lookup_drafter(int32_t max_ngram);
+
+// A drafter running `draft` with its own KV cache for up to max_seqs
+// sequences of ctx tokens. Fails when the vocabularies differ.
+Result<std::unique_ptr<Drafter>> make_model_drafter(Model& draft, const Model& target,
+                                                    int32_t ctx, int32_t max_seqs,
+                                                    int32_t draft_max);
+
+// The n-gram lookup itself: up to k tokens that followed the latest earlier
+// occurrence of the longest suffix of `tokens` (max_ngram down to 1 long).
+std::vector<int32_t> lookup_continuation(std::span<const int32_t> tokens, int32_t max_ngram,
+                                         int32_t k);
+
+}  // namespace duet
