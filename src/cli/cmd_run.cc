@@ -27,6 +27,7 @@ struct RunOptions {
   bool json = false;
   bool no_bos = false;
   SpecOptions spec;
+  WindowOptions window;
 };
 
 struct RunStats {
@@ -105,6 +106,7 @@ int run(RunOptions o) {
   config.ctx = o.ctx;
   config.scheduler.max_seqs = 1;
   config.scheduler.max_batch_tokens = std::max<int32_t>(512, static_cast<int32_t>(stats.prompt_ids.size()));
+  if (Status st = apply_window(o.window, **model, config); !st) return fail(st.error());
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
   if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
@@ -139,7 +141,7 @@ int run(RunOptions o) {
   std::fflush(stdout);
 
   if (stats.reason == FinishReason::kError) return fail(err(stats.error));
-  if (stats.reason == FinishReason::kContext)
+  if (stats.reason == FinishReason::kContext && !o.json)
     std::fprintf(stderr, "\nduet: context full (%d tokens); stopped\n", engine.ctx());
   print_stats(o, stats, engine);
   return 0;
@@ -169,6 +171,7 @@ const bool registered = register_command(
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");
       add_spec_options(app, &o->spec);
+      add_window_options(app, &o->window);
       return [o] { return run(*o); };
     });
 

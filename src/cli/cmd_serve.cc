@@ -28,6 +28,7 @@ struct ServeOptions {
   int read_timeout = 10;
   bool no_prefix_cache = false;
   SpecOptions spec;
+  WindowOptions window;
 };
 
 server::OpenAiServer* g_server = nullptr;
@@ -51,6 +52,7 @@ int serve(const ServeOptions& o) {
   config.scheduler.max_seqs = o.max_seqs;
   config.scheduler.max_batch_tokens = o.max_batch_tokens;
   config.scheduler.prefix_caching = !o.no_prefix_cache;
+  if (Status st = apply_window(o.window, **model, config); !st) return fail(st.error());
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
   if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
@@ -104,6 +106,7 @@ const bool registered = register_command(
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
       add_spec_options(app, &o->spec);
+      add_window_options(app, &o->window);
       return [o] { return serve(*o); };
     });
 

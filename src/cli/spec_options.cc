@@ -26,4 +26,26 @@ Status enable_spec(Engine& engine, const SpecOptions& o, std::unique_ptr<Model>&
   return engine.enable_speculation(spec);
 }
 
+void add_window_options(CLI::App& app, WindowOptions* o) {
+  app.add_option("--kv-window", o->window,
+                 "Keep only the first --kv-sinks and the last N tokens in the KV cache, so generation "
+                 "runs past the context (0: off)")
+      ->capture_default_str();
+  app.add_option("--kv-sinks", o->sinks, "Attention-sink tokens kept with --kv-window (rounded up to 16)")
+      ->capture_default_str();
+}
+
+Status apply_window(const WindowOptions& o, const Model& model, EngineConfig& config) {
+  if (o.window < 0 || o.sinks < 0) return err("--kv-window and --kv-sinks must be >= 0");
+  if (o.window == 0) return {};
+  const int32_t ctx = config.ctx > 0 ? config.ctx : model.config().ctx_len;
+  const int32_t kept = blocks_for_tokens(o.sinks) * kBlockTokens + o.window;
+  if (kept > ctx)
+    return err("--kv-sinks (", o.sinks, ", rounded up to whole blocks of ", kBlockTokens, ") plus --kv-window (",
+               o.window, ") is ", kept, " tokens, more than the context of ", ctx);
+  config.kv_window = o.window;
+  config.kv_sinks = o.sinks;
+  return {};
+}
+
 }  // namespace duet::cli

@@ -23,7 +23,23 @@ namespace {
 
 int32_t default_blocks(const EngineConfig& c, int32_t ctx) {
   if (c.n_kv_blocks > 0) return c.n_kv_blocks;
-  return blocks_for_tokens(ctx) * std::max(1, c.scheduler.max_seqs);
+  int32_t per_seq = blocks_for_tokens(ctx);
+  // A window holds its sinks, the window, a chunk of up to a window, and
+  // the partial blocks at either end.
+  if (c.kv_window > 0)
+    per_seq = std::max(per_seq, blocks_for_tokens(c.kv_sinks) + 2 * blocks_for_tokens(c.kv_window) + 2);
+  return per_seq * std::max(1, c.scheduler.max_seqs);
+}
+
+SchedulerConfig scheduler_config(const EngineConfig& c) {
+  SchedulerConfig s = c.scheduler;
+  // A window moves keys between positions: cached blocks would not match.
+  if (c.kv_window > 0) {
+    s.prefix_caching = false;
+    // A prompt longer than the window is prefilled a window at a time.
+    s.max_chunk_tokens = s.max_chunk_tokens > 0 ? std::min(s.max_chunk_tokens, c.kv_window) : c.kv_window;
+  }
+  return s;
 }
 
 }  // namespace
@@ -33,14 +49,16 @@ Engine::Engine(Model& model, const EngineConfig& config)
       ctx_(config.ctx > 0 ? config.ctx : model.config().ctx_len),
       pool_(config.n_threads),
       cache_(model.kv_shape(), default_blocks(config, ctx_)),
-      scheduler_(config.scheduler),
+      scheduler_(scheduler_config(config)),
+      kv_window_(config.kv_window),
+      kv_sinks_(config.kv_sinks),
       max_seqs_(std::max(1, config.scheduler.max_seqs)),
       logits_(static_cast<size_t>(std::max(1, config.scheduler.max_seqs)) *
               static_cast<size_t>(model.config().n_vocab)) {}
 
 Status Engine::check_prompt(const std::vector<int32_t>& prompt) const {
   if (prompt.empty()) return err("the prompt is empty");
-  if (static_cast<int64_t>(prompt.size()) > ctx_)
+  if (static_cast<int64_t>(prompt.size()) > ctx_ && kv_window_ <= 0)
     return err("the prompt has ", prompt.size(), " tokens, more than the context of ", ctx_,
                " tokens");
   for (int32_t t : prompt)
@@ -138,7 +156,7 @@ bool Engine::emit(Sequence* seq, int32_t token, const float* raw_logits) {
     reason = FinishReason::kStop;
   else if (seq->timings.n_generated >= seq->params.max_tokens)
     reason = FinishReason::kLength;
-  else if (n_reported >= ctx_)
+  else if (n_reported >= ctx_ && kv_window_ <= 0)
     reason = FinishReason::kContext;
 
   const int64_t id = seq->id;
@@ -157,7 +175,8 @@ Result<std::vector<Sequence*>> Engine::propose_drafts() {
   for (Sequence* seq : scheduler_.running()) {
     // Only sequences decoding: their one pending token is the last sampled.
     if (seq->n_pending() != 1 || seq->n_generated() == 0) continue;
-    const int32_t room = std::min(seq->params.max_tokens - seq->n_generated(), ctx_ - seq->size()) - 1;
+    const int32_t ctx_room = kv_window_ > 0 ? seq->params.max_tokens : ctx_ - seq->size();
+    const int32_t room = std::min(seq->params.max_tokens - seq->n_generated(), ctx_room) - 1;
     seq->spec.k = std::min(adaptive_draft_len(seq->spec.accept_rate, spec_.draft_max), room);
     if (seq->spec.k > 0) drafted.push_back(seq);
   }
@@ -220,14 +239,37 @@ int32_t Engine::verify_drafts(Sequence* seq, float* rows, std::vector<int32_t>& 
   // The rejected drafts' K/V stay in their slots, to be overwritten: rolling
   // back is only dropping whole blocks past the accepted tokens.
   seq->n_computed = base + accepted;
-  seq->table.truncate(cache_.pool(), seq->n_computed);
+  seq->table.truncate(cache_.pool(), seq->cache_len());
   drafter_->keep(seq, seq->n_computed);
   s.n_draft = 0;
   s.q.clear();
   return accepted;
 }
 
+void Engine::slide_window(Sequence* seq) {
+  const int32_t len = seq->cache_len();
+  const int32_t model_window = model_.config().sliding_window;
+  if (kv_window_ <= 0) {
+    // The model attends only to its last sliding_window positions: blocks
+    // wholly before them are never read again.
+    if (model_window > 0 && len > model_window)
+      seq->table.release_front(cache_.pool(), (len - model_window) / kBlockTokens);
+    return;
+  }
+  const int32_t sink_tokens = blocks_for_tokens(kv_sinks_) * kBlockTokens;
+  const int32_t n = std::max(0, len - sink_tokens - kv_window_) / kBlockTokens;
+  if (n == 0) return;
+  // StreamingLLM: drop whole blocks after the sinks, and re-rotate the keys
+  // that move down so positions stay contiguous (the model never sees a
+  // position past sinks + window + one step's tokens).
+  seq->table.erase(cache_.pool(), sink_tokens / kBlockTokens, n);
+  seq->n_evicted += n * kBlockTokens;
+  model_.shift_keys(cache_, seq->table, sink_tokens, len - n * kBlockTokens, -n * kBlockTokens, pool_);
+  metrics_.kv_evicted_tokens += n * kBlockTokens;
+}
+
 Status Engine::step() {
+  for (Sequence* seq : scheduler_.running()) slide_window(seq);
   DUET_ASSIGN(const std::vector<Sequence*> drafted, propose_drafts());
   std::vector<Sequence*> unfittable;
   const std::vector<ScheduledChunk> chunks = scheduler_.schedule(cache_.pool(), unfittable);
@@ -249,8 +291,8 @@ Status Engine::step() {
     // Verifying drafts needs the logits after every token of the chunk.
     const bool every_row = seq->spec.n_draft > 0;
     for (int32_t j = 0; j < c.n_tokens; ++j) {
-      const int32_t pos = seq->n_computed + j;
-      batch_.add(seq->tokens[static_cast<size_t>(pos)], pos, s,
+      const int32_t index = seq->n_computed + j;
+      batch_.add(seq->tokens[static_cast<size_t>(index)], index - seq->n_evicted, s,
                  every_row || (caught_up && j == c.n_tokens - 1));
     }
     if (!caught_up) continue;
@@ -336,7 +378,8 @@ EngineMetrics Engine::metrics() {
   std::unordered_map<int32_t, int32_t> filled;
   for (const Sequence* seq : scheduler_.running()) {
     for (size_t k = 0; k < seq->table.blocks.size(); ++k) {
-      const int32_t n = std::clamp(seq->n_computed - static_cast<int32_t>(k) * kBlockTokens, 0, kBlockTokens);
+      if (seq->table.blocks[k] == kNoBlock) continue;
+      const int32_t n = std::clamp(seq->cache_len() - static_cast<int32_t>(k) * kBlockTokens, 0, kBlockTokens);
       int32_t& f = filled[seq->table.blocks[k]];
       f = std::max(f, n);
     }

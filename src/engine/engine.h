@@ -25,6 +25,12 @@ struct EngineConfig {
   int32_t n_threads = 0;       // 0: all cores
   int32_t ctx = 0;             // max tokens per sequence; 0: the model's context length
   int32_t n_kv_blocks = 0;     // 0: enough for max_seqs sequences of ctx tokens
+  // StreamingLLM: keep the first kv_sinks tokens (rounded up to whole
+  // blocks) and at least the last kv_window, freeing the blocks between, so
+  // generation runs past ctx in bounded memory. 0: off. Turns off prefix
+  // caching.
+  int32_t kv_window = 0;
+  int32_t kv_sinks = 4;
   SchedulerConfig scheduler;
 };
 
@@ -68,6 +74,8 @@ class Engine {
   // sequence when it ends it. False when the sequence is gone afterwards.
   bool emit(Sequence* seq, int32_t token, const float* raw_logits);
   Result<std::vector<Sequence*>> propose_drafts();
+  // Frees the blocks a KV window (or the model's sliding window) has left.
+  void slide_window(Sequence* seq);
   void trim_drafts(const std::vector<Sequence*>& drafted, const std::vector<ScheduledChunk>& chunks);
   int32_t verify_drafts(Sequence* seq, float* rows, std::vector<int32_t>& out,
                         std::vector<float>& raw);
@@ -78,6 +86,8 @@ class Engine {
   ThreadPool pool_;
   KvCache cache_;
   Scheduler scheduler_;
+  int32_t kv_window_;
+  int32_t kv_sinks_;
   int32_t max_seqs_;
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
   int64_t next_id_ = 1;

@@ -43,6 +43,7 @@ struct EngineMetrics {
   int64_t prefix_hit_tokens = 0;    // of those, found there
   int64_t preemptions = 0;
   int64_t steps = 0;
+  int64_t kv_evicted_tokens = 0;     // dropped from the cache by a KV window
   int64_t spec_draft_tokens = 0;     // proposed by the drafter
   int64_t spec_accepted_tokens = 0;  // of those, accepted by the target
   int64_t spec_verify_passes = 0;    // sequence-steps that verified drafts

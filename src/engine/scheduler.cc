@@ -16,6 +16,7 @@ void Scheduler::preempt(Sequence* seq, BlockPool& pool) {
   seq->table.release_all(pool);
   seq->block_hashes.clear();
   seq->n_computed = 0;
+  seq->n_evicted = 0;
   ++seq->timings.n_preemptions;
   std::erase(running_, seq);
   waiting_.push_front(seq);
@@ -28,6 +29,11 @@ void Scheduler::reuse_cached_prefix(Sequence* seq, BlockPool& pool) {
   seq->n_computed = hit;
 }
 
+int32_t Scheduler::chunk_size(const Sequence* seq, int32_t budget) const {
+  const int32_t n = std::min(seq->n_pending(), budget);
+  return config_.max_chunk_tokens > 0 ? std::min(n, config_.max_chunk_tokens) : n;
+}
+
 std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
                                                 std::vector<Sequence*>& unfittable) {
   std::vector<ScheduledChunk> chunks;
@@ -35,11 +41,11 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
 
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
-    const int32_t n = std::min(seq->n_pending(), budget);
-    bool fits = seq->table.reserve(pool, seq->n_computed + n);
+    const int32_t n = chunk_size(seq, budget);
+    bool fits = seq->table.reserve(pool, seq->cache_len() + n);
     while (!fits && running_.back() != seq) {
       preempt(running_.back(), pool);
-      fits = seq->table.reserve(pool, seq->n_computed + n);
+      fits = seq->table.reserve(pool, seq->cache_len() + n);
     }
     if (!fits) {
       // Alone and still too big for the pool: it can never run.
@@ -60,12 +66,13 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
          running_.size() < static_cast<size_t>(config_.max_seqs)) {
     Sequence* seq = waiting_.front();
     if (config_.prefix_caching) reuse_cached_prefix(seq, pool);
-    const int32_t n = std::min(seq->n_pending(), budget);
-    if (!seq->table.reserve(pool, seq->n_computed + n)) {
+    const int32_t n = chunk_size(seq, budget);
+    if (!seq->table.reserve(pool, seq->cache_len() + n)) {
       // Waiting sequences hold no blocks: give the matched prefix back.
       seq->table.release_all(pool);
       seq->block_hashes.clear();
       seq->n_computed = 0;
+      seq->n_evicted = 0;
       if (running_.empty() && chunks.empty()) {
         waiting_.pop_front();
         unfittable.push_back(seq);

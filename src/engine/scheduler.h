@@ -21,6 +21,7 @@ struct SchedulerConfig {
   int32_t max_batch_tokens = 512;
   int32_t max_seqs = 16;
   bool prefix_caching = true;
+  int32_t max_chunk_tokens = 0;  // most tokens of one sequence per step; 0: no limit
 };
 
 struct ScheduledChunk {
@@ -54,6 +55,7 @@ class Scheduler {
  private:
   void preempt(Sequence* seq, BlockPool& pool);
   void reuse_cached_prefix(Sequence* seq, BlockPool& pool);
+  int32_t chunk_size(const Sequence* seq, int32_t budget) const;
 
   SchedulerConfig config_;
   std::deque<Sequence*> waiting_;

@@ -45,6 +45,10 @@ struct Sequence {
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_generated() const { return size() - n_prompt; }
+  // Positions this sequence occupies in its block table: a KV window
+  // (EngineConfig::kv_window) has dropped n_evicted tokens after the sinks,
+  // and moved the later ones down.
+  int32_t cache_len() const { return n_computed - n_evicted; }
   // Tokens whose K/V still have to be computed before the next sample.
   int32_t n_pending() const { return size() - n_computed; }
   double seconds_since_submit() const {
@@ -54,7 +58,8 @@ struct Sequence {
   int64_t id;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int32_t n_prompt;
-  int32_t n_computed = 0;       // tokens whose K/V are in the cache
+  int32_t n_computed = 0;       // tokens whose K/V have been computed
+  int32_t n_evicted = 0;        // of those, dropped from the cache by a KV window
   RequestParams params;
   Sampler sampler;
   TokenCallback on_token;

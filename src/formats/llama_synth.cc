@@ -219,6 +219,7 @@ Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
   w.set(k(names::kRopeFreqBase), GgufValue::of_f32(static_cast<float>(s.rope_base)));
   w.set(k(names::kRmsEps), GgufValue::of_f32(static_cast<float>(s.rms_eps)));
   w.set(k(names::kVocabSize), u32(s.vocab_size));
+  if (s.sliding_window > 0) w.set(k(names::kSlidingWindow), u32(s.sliding_window));
   if (hd * s.heads != s.dim) {
     w.set(k(names::kKeyLength), u32(hd));
     w.set(k(names::kValueLength), u32(hd));

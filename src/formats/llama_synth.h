@@ -24,6 +24,7 @@ struct LlamaShape {
   double rope_base = 10000.0;
   double rms_eps = 1e-5;
   bool tied = false;  // output head shares token_embd (no output.weight)
+  int64_t sliding_window = 0;  // Mistral-style attention window; 0: none
 
   int64_t head_dim_or_default() const { return head_dim ? head_dim : (heads ? dim / heads : 0); }
 };

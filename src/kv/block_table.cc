@@ -13,9 +13,24 @@ bool BlockTable::reserve(BlockPool& pool, int32_t n_tokens) {
 void BlockTable::truncate(BlockPool& pool, int32_t n_tokens) {
   const size_t keep = static_cast<size_t>(blocks_for_tokens(n_tokens));
   while (blocks.size() > keep) {
-    pool.release(blocks.back());
+    if (blocks.back() != kNoBlock) pool.release(blocks.back());
     blocks.pop_back();
   }
+}
+
+void BlockTable::release_front(BlockPool& pool, int32_t n) {
+  for (int32_t i = 0; i < n && i < static_cast<int32_t>(blocks.size()); ++i) {
+    int32_t& b = blocks[static_cast<size_t>(i)];
+    if (b != kNoBlock) pool.release(b);
+    b = kNoBlock;
+  }
+}
+
+void BlockTable::erase(BlockPool& pool, int32_t first, int32_t n) {
+  const auto begin = blocks.begin() + first;
+  for (auto it = begin; it != begin + n; ++it)
+    if (*it != kNoBlock) pool.release(*it);
+  blocks.erase(begin, begin + n);
 }
 
 }  // namespace duet

@@ -1,6 +1,7 @@
 // One sequence's view of the paged cache: the blocks holding its tokens in
 // order. Token at position p lives in blocks[p / kBlockTokens], slot
-// p % kBlockTokens.
+// p % kBlockTokens. A released block (one a sliding window has left behind)
+// stays in the table as kNoBlock so later positions keep their places.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 namespace duet {
 
 inline constexpr int32_t kBlockTokens = 16;
+inline constexpr int32_t kNoBlock = -1;
 
 inline int32_t blocks_for_tokens(int32_t n_tokens) {
   return (n_tokens + kBlockTokens - 1) / kBlockTokens;
@@ -26,6 +28,11 @@ struct BlockTable {
   // Keeps the blocks needed for the first n_tokens and releases the rest.
   void truncate(BlockPool& pool, int32_t n_tokens);
   void release_all(BlockPool& pool) { truncate(pool, 0); }
+  // Gives blocks [0, n) back to the pool, leaving kNoBlock in their places.
+  void release_front(BlockPool& pool, int32_t n);
+  // Removes blocks [first, first + n) from the table, releasing them: the
+  // positions after them move down by n * kBlockTokens.
+  void erase(BlockPool& pool, int32_t first, int32_t n);
 };
 
 }  // namespace duet

@@ -53,7 +53,7 @@ void cache_full_blocks(BlockPool& pool, const std::vector<int32_t>& tokens, int3
     const uint64_t h = block_hash(parent, tokens.data() + k * kBlockTokens);
     // Another sequence may have cached the same contents first; this copy
     // then simply stays private and is freed with its sequence.
-    pool.set_hash(table.blocks[k], h);
+    if (table.blocks[k] != kNoBlock) pool.set_hash(table.blocks[k], h);
     hashes.push_back(h);
   }
 }

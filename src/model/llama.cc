@@ -63,6 +63,8 @@ class LlamaModel final : public Model {
   size_t weight_bytes_per_pass() const override;
   double matmul_flops_per_token() const override;
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
+  void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
+                  int32_t delta, ThreadPool& pool) override;
 
  private:
   Result<const TensorView*> require(const std::string& name, int64_t ne0, int64_t ne1);
@@ -188,6 +190,8 @@ Status LlamaModel::check_batch(const Batch& batch, const KvCache& cache) const {
     if (pos < 0 || pos >= table.capacity())
       return err("batch row ", i, " has position ", pos, " outside its ", table.capacity(),
                  " reserved KV slots");
+    if (table.blocks[static_cast<size_t>(pos / kBlockTokens)] == kNoBlock)
+      return err("batch row ", i, " has position ", pos, " in a released KV block");
   }
   // A negative id marks a block a sliding window has already released.
   for (const BlockTable* table : batch.tables)
@@ -322,6 +326,29 @@ Status LlamaModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
   }
   if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
   return {};
+}
+
+void LlamaModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
+                            int32_t delta, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
+  const size_t hd = static_cast<size_t>(c.head_dim);
+  pool.parallel_for(static_cast<int64_t>(c.n_layers) * c.n_kv_heads, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t job = lo; job < hi; ++job) {
+      const auto layer = static_cast<int32_t>(job / c.n_kv_heads);
+      const auto h = static_cast<int32_t>(job % c.n_kv_heads);
+      // One rotation for every key: the slots of a block are rotated as if
+      // they were the heads of one row, sharing its cosines and sines.
+      for (int32_t pos = begin; pos < end;) {
+        const int32_t slot = pos % kBlockTokens;
+        const int32_t n = std::min(kBlockTokens - slot, end - pos);
+        const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+        rotate(cache.key(layer, block, h) + static_cast<size_t>(slot) * hd, n, c.head_dim,
+               c.rope_dim, delta, inv_freq_.data());
+        pos += n;
+      }
+    }
+  });
 }
 
 }  // namespace

@@ -41,6 +41,12 @@ class Model {
   virtual Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
                          float* logits) = 0;
 
+  // Re-rotates the cached keys at positions [begin, end) of `table` as if
+  // each had been written `delta` positions later (RoPE angles add), for a
+  // window that has dropped earlier tokens and moved the rest down.
+  virtual void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
+                          int32_t delta, ThreadPool& pool) = 0;
+
   // Every later forward pass shows each matrix product's input to
   // `observer` (not owned; nullptr stops it).
   void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }

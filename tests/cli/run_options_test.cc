@@ -1,5 +1,6 @@
 // `duet run --draft / --lookup`: the greedy text is the plain text, the
 // stats report the acceptance, and bad combinations are clear errors.
+// `duet run --kv-window`: generation past the context.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -18,11 +19,11 @@ struct RunOutput {
   nlohmann::json stats;
 };
 
-RunOutput run(const std::string& extra) {
+RunOutput run(const std::string& extra, int n = 60) {
   testing::TempDir dir;
   // A subshell, so that run_command's own 2>&1 does not undo the redirections.
   const std::string cmd = "(" + testing::duet_binary() + " run -m " + stories() +
-                          " -p 'Once upon a time' -n 60 --temp 0 --ctx 256 -t 1 --json " + extra +
+                          " -p 'Once upon a time' -n " + std::to_string(n) + " --temp 0 --ctx 256 -t 1 --json " + extra +
                           " 2>" + dir.file("stats") + " >" + dir.file("text") + ")";
   const testing::CommandResult r = run_command(cmd);
   EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
@@ -63,6 +64,20 @@ TEST(RunSpeculative, BadOptionsAreClearErrors) {
   r = run_command(base + "--lookup 2 --draft-max 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("at least 1"), std::string::npos) << r.output;
+}
+
+TEST(RunKvWindow, GeneratesPastTheContext) {
+  const RunOutput plain = run("--ignore-eos", 400);
+  EXPECT_EQ(plain.stats["finish_reason"], "context_full");
+  const RunOutput windowed = run("--ignore-eos --kv-window 128 --kv-sinks 4", 400);
+  EXPECT_EQ(windowed.stats["finish_reason"], "length");
+  EXPECT_EQ(windowed.stats["generated_tokens"], 400);
+  const std::string base = testing::duet_binary() + " run -m " + stories() + " -p hi -n 4 --ctx 256 ";
+  auto r = run_command(base + "--kv-window 250 --kv-sinks 8");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("more than the context of 256"), std::string::npos) << r.output;
+  r = run_command(base + "--kv-window -3");
+  EXPECT_NE(r.exit_code, 0);
 }
 
 }  // namespace
