@@ -251,13 +251,7 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
     // of one sequence in this batch see each other causally.
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
     const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
-    const size_t slot = static_cast<size_t>(pos % kBlockTokens);
-    for (int32_t h = 0; h < c.n_kv_heads; ++h) {
-      std::memcpy(cache.key(layer, block, h) + slot * hd, &ws_.k[i * kv_dim + h * hd],
-                  hd * sizeof(float));
-      std::memcpy(cache.value(layer, block, h) + slot * hd, &ws_.v[i * kv_dim + h * hd],
-                  hd * sizeof(float));
-    }
+    cache.store(layer, block, pos % kBlockTokens, &ws_.k[i * kv_dim], &ws_.v[i * kv_dim]);
   }
 
   const int32_t group = c.n_heads / c.n_kv_heads;
@@ -274,8 +268,8 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
       const auto i = static_cast<size_t>(job / c.n_kv_heads);
       const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
       const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
-      const PagedKv kv{cache.key(layer, 0, h), cache.value(layer, 0, h), block_stride,
-                       table.blocks.data(), kBlockTokens};
+      const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
+                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
       const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
       const int32_t end = batch.positions[i] + 1;
       const int32_t begin = c.sliding_window > 0 ? std::max(0, end - c.sliding_window) : 0;
