@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/kv_kernels.h"
+#include "kernels/kv_rows.h"
 
 namespace duet {
 namespace {
@@ -12,7 +13,30 @@ namespace {
 constexpr int32_t kMaxGroup = 64;
 constexpr int32_t kMaxBlock = 64;
 
-void attend(const KvRowKernels& rk, const float* q, int32_t n_group, int32_t head_dim,
+// The row kernels of any type and level, through the dispatch table.
+struct TableRows {
+  const KvRowKernels& k;
+  void scores(const float* q, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* s) const {
+    k.scores(q, rows, sc, n, hd, s);
+  }
+  void accumulate(const float* p, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* out) const {
+    k.accumulate(p, rows, sc, n, hd, out);
+  }
+};
+
+// The f32 loops inlined, so the default (unquantized) path pays no indirect
+// call per block; the same loops as the table's scalar f32 entry.
+struct F32Rows {
+  void scores(const float* q, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* s) const {
+    kv_rows::scores<kv_rows::F32Row, KvType::F32>(q, rows, sc, n, hd, s);
+  }
+  void accumulate(const float* p, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* out) const {
+    kv_rows::accumulate<kv_rows::F32Row, KvType::F32>(p, rows, sc, n, hd, out);
+  }
+};
+
+template <class Rows>
+void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
             const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
   const size_t row_bytes = kv_row_bytes(kv.type, head_dim);
   const size_t n_scales = static_cast<size_t>(kv_row_scales(kv.type, head_dim));
@@ -65,12 +89,13 @@ void attend(const KvRowKernels& rk, const float* q, int32_t n_group, int32_t hea
 
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, float scale, float* out) {
-  attend(*kv_row_kernels(kv.type), q, n_group, head_dim, kv, begin, end, scale, out);
+  if (kv.type == KvType::F32) return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
+  attend(TableRows{*kv_row_kernels(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
-  attend(*kv_row_kernels_at(kv.type, level), q, n_group, head_dim, kv, begin, end, scale, out);
+  attend(TableRows{*kv_row_kernels_at(kv.type, level)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
 }  // namespace duet
