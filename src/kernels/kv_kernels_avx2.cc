@@ -1,9 +1,11 @@
-// AVX2 kernels of the f16 and q8 KV types: 8 elements of a row are widened to
-// floats in registers (F16C for halves, sign extension for int8) and fused
-// into the dot or the accumulation; a tail shorter than 8 is done in scalar.
-// f32 keeps the scalar loops (identical numerics to before quantized KV), q4
-// keeps them too.
+// AVX2 kernels of the f16, q8 and q4 KV types: 8 elements of a row are
+// widened to floats in registers (F16C for halves, sign extension for int8,
+// shifts and masks for nibbles) and fused into the dot or the accumulation; a
+// tail shorter than 8 is done in scalar. f32 keeps the scalar loops
+// (identical numerics to before quantized KV).
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/kv_kernels.h"
 
@@ -83,7 +85,65 @@ void accumulate(const float* p, const uint8_t* rows, const uint16_t* scales, int
     axpy<R>(p[t] * R::scale(scales + t * n_scales), rows + t * row_bytes, hd, out);
 }
 
+// q4: element 2j in the low nibble of byte j, 2j+1 in the high one (see
+// core/kv_format.h); one fp16 scale per group of kKvQ4Group elements. Groups
+// start at multiples of 32, so an 8-aligned chunk never straddles two.
+inline int32_t q4_at(const uint8_t* row, int32_t i) { return ((row[i >> 1] >> ((i & 1) * 4)) & 0xf) - 8; }
+
+// Elements i..i+7 (i a multiple of 8) as floats: each of 4 bytes goes to two
+// lanes, shifted right by 0 or 4 and masked.
+inline __m256 q4_load8(const uint8_t* row, int32_t i) {
+  uint32_t bytes;
+  std::memcpy(&bytes, row + i / 2, 4);
+  const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i b = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bytes)), dup));
+  const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                                         _mm256_set1_epi32(0xf));
+  return _mm256_cvtepi32_ps(_mm256_sub_epi32(codes, _mm256_set1_epi32(8)));
+}
+
+float q4_dot(const float* q, const uint8_t* row, const uint16_t* scales, int32_t hd) {
+  float s = 0.0f;
+  for (int32_t start = 0, g = 0; start < hd; start += kKvQ4Group, ++g) {
+    const int32_t end = hd < start + kKvQ4Group ? hd : start + kKvQ4Group;
+    __m256 acc = _mm256_setzero_ps();
+    int32_t i = start;
+    for (; i + 8 <= end; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), q4_load8(row, i), acc);
+    float sg = hsum(acc);
+    for (; i < end; ++i) sg += q[i] * static_cast<float>(q4_at(row, i));
+    s += sg * f16(scales[g]);
+  }
+  return s;
+}
+
+void q4_axpy(float p, const uint8_t* row, const uint16_t* scales, int32_t hd, float* out) {
+  for (int32_t start = 0, g = 0; start < hd; start += kKvQ4Group, ++g) {
+    const int32_t end = hd < start + kKvQ4Group ? hd : start + kKvQ4Group;
+    const float c = p * f16(scales[g]);
+    const __m256 cv = _mm256_set1_ps(c);
+    int32_t i = start;
+    for (; i + 8 <= end; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_fmadd_ps(cv, q4_load8(row, i), _mm256_loadu_ps(out + i)));
+    for (; i < end; ++i) out[i] += c * static_cast<float>(q4_at(row, i));
+  }
+}
+
+void q4_scores(const float* q, const uint8_t* rows, const uint16_t* scales, int32_t n, int32_t hd,
+               float* s) {
+  const size_t row_bytes = kv_row_bytes(KvType::Q4, hd);
+  const int32_t n_scales = kv_row_scales(KvType::Q4, hd);
+  for (int32_t t = 0; t < n; ++t) s[t] = q4_dot(q, rows + t * row_bytes, scales + t * n_scales, hd);
+}
+
+void q4_accumulate(const float* p, const uint8_t* rows, const uint16_t* scales, int32_t n,
+                   int32_t hd, float* out) {
+  const size_t row_bytes = kv_row_bytes(KvType::Q4, hd);
+  const int32_t n_scales = kv_row_scales(KvType::Q4, hd);
+  for (int32_t t = 0; t < n; ++t) q4_axpy(p[t], rows + t * row_bytes, scales + t * n_scales, hd, out);
+}
+
 constexpr KvRowKernels kF16 = {scores<F16Row>, accumulate<F16Row>};
+constexpr KvRowKernels kQ4 = {q4_scores, q4_accumulate};
 constexpr KvRowKernels kQ8 = {scores<Q8Row>, accumulate<Q8Row>};
 
 }  // namespace
@@ -92,6 +152,7 @@ const KvRowKernels* kv_row_kernels_avx2(KvType t) {
   switch (t) {
     case KvType::F16: return &kF16;
     case KvType::Q8: return &kQ8;
+    case KvType::Q4: return &kQ4;
     default: return nullptr;
   }
 }
