@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 
 namespace duet {
 
@@ -22,8 +23,10 @@ size_t KvCache::bytes_per_token(const KvShape& shape, KvType type) {
 }
 
 int32_t KvCache::blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes) {
-  const size_t per_block = bytes_per_token(shape, type) * kBlockTokens;
-  return static_cast<int32_t>(std::max<size_t>(1, bytes / std::max<size_t>(1, per_block)));
+  const size_t per_block = std::max<size_t>(1, bytes_per_token(shape, type) * kBlockTokens);
+  // Block ids are int32: a budget beyond that many blocks is capped, not wrapped.
+  const size_t max_blocks = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  return static_cast<int32_t>(std::clamp<size_t>(bytes / per_block, 1, max_blocks));
 }
 
 void KvCache::store_row(size_t head_block, int32_t slot, const float* x) {

@@ -25,7 +25,8 @@ class KvCache {
  public:
   KvCache(const KvShape& shape, int32_t n_blocks, KvType type = KvType::F32);
 
-  // How many blocks of this shape and type fit in `bytes` (at least 1).
+  // How many blocks of this shape and type fit in `bytes` (at least 1, at
+  // most INT32_MAX).
   static int32_t blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes);
   // Bytes of K and V for one token across all layers and KV heads.
   static size_t bytes_per_token(const KvShape& shape, KvType type);

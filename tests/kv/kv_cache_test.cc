@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -164,6 +165,9 @@ TEST(KvCache, BytesAccounting) {
     EXPECT_EQ(cache.bytes_total(), 5 * cache.bytes_per_block()) << kv_type_name(t);
     EXPECT_EQ(cache.block_stride() * shape.n_layers, cache.bytes_per_block()) << kv_type_name(t);
   }
+  // A budget below one block still gets one; one beyond int32 block ids is capped.
+  EXPECT_EQ(KvCache::blocks_for_bytes(shape, KvType::Q8, 1), 1);
+  EXPECT_EQ(KvCache::blocks_for_bytes(shape, KvType::Q4, ~size_t{0}), std::numeric_limits<int32_t>::max());
   EXPECT_EQ(KvCache(shape, 1, KvType::F32).bytes_per_token(), rows * 256);
   EXPECT_EQ(KvCache(shape, 1, KvType::Q8).bytes_per_token(), rows * 66);
 }
