@@ -39,6 +39,14 @@ class KvCache {
   // Writes one token's K and V (each [n_kv_heads * head_dim] floats) into
   // `slot` of `block` for `layer`, in the cache's format.
   void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
+  // Writes one token's K (or V) row of one KV head (x[head_dim]), e.g. a key
+  // loaded with load_key() and rotated to a new position.
+  void store_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
+    store_row(offset(layer, block, kv_head, 0), slot, x);
+  }
+  void store_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
+    store_row(offset(layer, block, kv_head, 1), slot, x);
+  }
   // One token's K (or V) row of one KV head, decoded to out[head_dim].
   void load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;
   void load_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;

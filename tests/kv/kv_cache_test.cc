@@ -155,6 +155,28 @@ TEST(KvCache, EveryRowKeepsItsOwnValues) {
   }
 }
 
+TEST(KvCache, OneHeadRowCanBeRewritten) {
+  const KvShape shape{1, 2, 64};
+  for (KvType t : kAllTypes) {
+    KvCache cache(shape, 1, t);
+    const std::vector<float> k = random_row(128, 1, 1.0f), v = random_row(128, 2, 1.0f);
+    cache.store(0, 0, 3, k.data(), v.data());
+    const std::vector<float> k1 = random_row(64, 3, 2.0f), v1 = random_row(64, 4, 2.0f);
+    cache.store_key(0, 0, 1, 3, k1.data());
+    cache.store_value(0, 0, 0, 3, v1.data());
+    std::vector<float> out(64);
+    const std::vector<float> k0(k.begin(), k.begin() + 64), v_other(v.begin() + 64, v.end());
+    cache.load_key(0, 0, 1, 3, out.data());  // rewritten
+    for (int32_t i = 0; i < 64; ++i) ASSERT_LE(std::fabs(out[i] - k1[i]), error_bound(t, k1, i));
+    cache.load_key(0, 0, 0, 3, out.data());  // untouched
+    for (int32_t i = 0; i < 64; ++i) ASSERT_LE(std::fabs(out[i] - k0[i]), error_bound(t, k0, i));
+    cache.load_value(0, 0, 0, 3, out.data());  // rewritten
+    for (int32_t i = 0; i < 64; ++i) ASSERT_LE(std::fabs(out[i] - v1[i]), error_bound(t, v1, i));
+    cache.load_value(0, 0, 1, 3, out.data());  // untouched
+    for (int32_t i = 0; i < 64; ++i) ASSERT_LE(std::fabs(out[i] - v_other[i]), error_bound(t, v_other, i));
+  }
+}
+
 TEST(KvCache, BytesAccounting) {
   const KvShape shape{22, 4, 64};  // TinyLlama 1.1B
   const size_t rows = 22u * 2 * 4;
