@@ -22,7 +22,7 @@ ChatSession::ChatSession(Model& model, ChatTemplate chat_template, const ChatSes
       config_(config),
       ctx_(config.ctx > 0 ? config.ctx : model.config().ctx_len),
       pool_(config.n_threads),
-      cache_(model.kv_shape(), blocks_for_tokens(ctx_)),
+      cache_(model.kv_shape(), blocks_for_tokens(ctx_), config.kv_type),
       sampler_(config.sampling),
       logits_(static_cast<size_t>(model.config().n_vocab)) {}
 

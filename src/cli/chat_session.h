@@ -31,6 +31,7 @@ struct ChatSessionConfig {
   SamplingParams sampling;
   int32_t ctx = 0;        // 0: the model's trained context
   int32_t n_threads = 0;  // 0: all cores
+  KvType kv_type = KvType::F32;
   bool reuse_cache = true;  // false: prefill the whole conversation every turn
 };
 

@@ -25,6 +25,7 @@ struct BenchOptions {
   std::string threads_list = "0";
   bool json = false;
   bool roofline = false;
+  std::string kv_type = "f32";
 };
 
 struct Spread {
@@ -73,9 +74,10 @@ struct PhaseResult {
   std::vector<double> tps;
 };
 
-std::vector<PhaseResult> bench_model(Model& m, ThreadPool& pool, const BenchOptions& o) {
+std::vector<PhaseResult> bench_model(Model& m, ThreadPool& pool, const BenchOptions& o,
+                                     KvType kv_type) {
   const int32_t max_tokens = std::max(o.n_prompt, o.n_gen);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(std::max(1, max_tokens)));
+  KvCache cache(m.kv_shape(), blocks_for_tokens(std::max(1, max_tokens)), kv_type);
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> pick(0, m.config().n_vocab - 1);
@@ -123,11 +125,15 @@ int run(const BenchOptions& o) {
       auto loaded = Model::load(path);
       if (!loaded) return fail(loaded.error());
       Model& m = **loaded;
+      auto kv_type = kv_type_option(o.kv_type, m.kv_shape());
+      if (!kv_type) return fail(kv_type.error());
       const DType wtype = main_dtype(m);
-      const std::vector<PhaseResult> phases = bench_model(m, pool, o);
+      // The type column names the KV type too when it is not the default.
+      const std::string type_label =
+          std::string(dtype_name(wtype)) + (*kv_type == KvType::F32 ? "" : " kv " + o.kv_type);
+      const std::vector<PhaseResult> phases = bench_model(m, pool, o, *kv_type);
       const double weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
-      const double kv_bytes_per_pos = static_cast<double>(m.kv_shape().n_layers) * 2 *
-                                      m.kv_shape().n_kv_heads * m.kv_shape().head_dim * sizeof(float);
+      const double kv_bytes_per_pos = static_cast<double>(KvCache::bytes_per_token(m.kv_shape(), *kv_type));
       for (const PhaseResult& p : phases) {
         const Spread s = spread(p.tps);
         // Decode streams every weight (and the KV so far) once per token: judge
@@ -143,7 +149,7 @@ int run(const BenchOptions& o) {
         nlohmann::json j = {{"model", path}, {"name", m.config().name}, {"type", dtype_name(wtype)},
                             {"threads", pool.size()}, {"test", p.test}, {"n_tokens", p.n},
                             {"tok_s", s.mean}, {"tok_s_stdev", s.stdev}, {"samples_tok_s", p.tps},
-                            {"achieved", achieved}, {"unit", unit}};
+                            {"achieved", achieved}, {"unit", unit}, {"kv_type", o.kv_type}};
         if (o.roofline)
           j.update({{"ceiling", ceiling}, {"percent_of_ceiling", pct},
                     {"bound", p.decode ? "memory bandwidth" : "compute"},
@@ -152,7 +158,7 @@ int run(const BenchOptions& o) {
         all.push_back(j);
         if (!o.json) {
           std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.1f %s |", m.config().name.c_str(),
-                      std::string(dtype_name(wtype)).c_str(), pool.size(), p.test.c_str(), s.mean,
+                      type_label.c_str(), pool.size(), p.test.c_str(), s.mean,
                       s.stdev, achieved, unit);
           if (o.roofline)
             std::printf(" %.1f %s | %.0f%% | %s |\n", ceiling, unit, pct,
@@ -179,6 +185,7 @@ const bool registered = register_command(
           ->capture_default_str();
       app.add_flag("--roofline", o->roofline,
                    "Measure this machine's bandwidth and peaks; report each phase against them");
+      add_kv_type_option(app, o->kv_type);
       app.add_flag("--json", o->json, "Print JSON instead of a table");
       return [o] { return run(*o); };
     });

@@ -11,6 +11,7 @@
 #include "cli/chat_session.h"
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
+#include "cli/common.h"
 
 namespace duet::cli {
 namespace {
@@ -24,6 +25,7 @@ struct ChatOptions {
   int64_t seed = -1;
   int32_t threads = 0;
   int32_t ctx = 0;
+  std::string kv_type = "f32";
   bool verbose = false;
   bool no_cache_reuse = false;
 };
@@ -44,11 +46,14 @@ int chat(ChatOptions o) {
   if (!model) return fail(model.error());
   auto tmpl = resolve_chat_template(o.chat_template, **model);
   if (!tmpl) return fail(tmpl.error());
+  auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
+  if (!kv_type) return fail(kv_type.error());
 
   ChatSessionConfig config;
   config.sampling = o.sampling;
   config.ctx = o.ctx;
   config.n_threads = o.threads;
+  config.kv_type = *kv_type;
   config.reuse_cache = !o.no_cache_reuse;
   ChatSession session(**model, std::move(*tmpl), config);
   if (!o.system.empty()) session.add_system(o.system);
@@ -102,6 +107,7 @@ const bool registered = register_command(
       app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
       app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
       app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+      add_kv_type_option(app, o->kv_type);
       app.add_flag("-v,--verbose", o->verbose, "Print each turn's token counts and speeds on stderr");
       app.add_flag("--no-cache-reuse", o->no_cache_reuse,
                    "Prefill the whole conversation every turn (to check that reuse changes nothing)");

@@ -25,6 +25,7 @@ struct PerplexityArgs {
   int32_t ctx = 0;
   int32_t stride = 0;
   int32_t threads = 0;
+  std::string kv_type = "f32";
   bool json = false;
 };
 
@@ -62,10 +63,10 @@ double token_nll(const float* row, int32_t n_vocab, int32_t target) {
 }
 
 Result<Score> score_text(Model& m, const std::vector<int32_t>& ids, int32_t ctx, int32_t stride,
-                         ThreadPool& pool) {
+                         KvType kv_type, ThreadPool& pool) {
   const int32_t n = static_cast<int32_t>(ids.size());
   const int32_t n_vocab = m.config().n_vocab;
-  KvCache cache(m.kv_shape(), blocks_for_tokens(ctx));
+  KvCache cache(m.kv_shape(), blocks_for_tokens(ctx), kv_type);
   std::vector<float> logits;  // [scored rows][n_vocab]
   Score score;
   int32_t scored_end = 1;  // tokens before this have been scored (token 0 never is)
@@ -97,6 +98,8 @@ int run(const PerplexityArgs& a) {
   auto model = Model::load(a.model);
   if (!model) return fail(model.error());
   Model& m = **model;
+  auto kv_type = kv_type_option(a.kv_type, m.kv_shape());
+  if (!kv_type) return fail(kv_type.error());
   auto text = read_text(a.file);
   if (!text) return fail(text.error());
   const std::vector<int32_t> ids = m.tokenizer().encode(*text, m.tokenizer().add_bos_default());
@@ -114,18 +117,18 @@ int run(const PerplexityArgs& a) {
                     " tokens), or tokens would go unscored"));
 
   ThreadPool pool(a.threads);
-  auto score = score_text(m, ids, ctx, stride, pool);
+  auto score = score_text(m, ids, ctx, stride, *kv_type, pool);
   if (!score) return fail(score.error());
   if (a.json) {
     nlohmann::json j = {{"perplexity", score->perplexity()}, {"std_error", score->std_error()},
                         {"nll_mean", score->mean_nll},         {"tokens", score->tokens},
                         {"windows", score->windows},         {"ctx", ctx},
-                        {"stride", stride}};
+                        {"stride", stride},                    {"kv_type", a.kv_type}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("perplexity: %.4f +/- %.4f (%lld tokens scored, %d windows, ctx %d, stride %d)\n",
+    std::printf("perplexity: %.4f +/- %.4f (%lld tokens scored, %d windows, ctx %d, stride %d, KV %s)\n",
                 score->perplexity(), score->std_error(), static_cast<long long>(score->tokens),
-                score->windows, ctx, stride);
+                score->windows, ctx, stride, a.kv_type.c_str());
   }
   return 0;
 }
@@ -139,6 +142,7 @@ const bool registered = register_command(
       app.add_option("-c,--ctx", a->ctx, "Tokens per window (0: the model's context, at most the text)");
       app.add_option("--stride", a->stride, "Tokens between window starts (0: half the window)");
       app.add_option("-t,--threads", a->threads, "Threads (0: all cores)");
+      add_kv_type_option(app, a->kv_type);
       app.add_flag("--json", a->json, "Print one JSON object");
       return [a] { return run(*a); };
     });

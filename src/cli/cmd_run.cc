@@ -23,6 +23,7 @@ struct RunOptions {
   int64_t seed = -1;
   int32_t threads = 0;
   int32_t ctx = 0;
+  std::string kv_type = "f32";
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
@@ -61,6 +62,7 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
         {"itl_ms", {{"p50", percentile(itl, 50)}, {"p90", percentile(itl, 90)}, {"p99", percentile(itl, 99)}}},
         {"kv_cache_bytes", kv_bytes},
         {"kv_bytes_per_token", engine.cache().bytes_per_token()},
+        {"kv_type", kv_type_name(engine.cache().type())},
         {"finish_reason", finish_reason_name(s.reason)},
         {"speculative", {{"drafted", t.n_drafted}, {"accepted", t.n_accepted}, {"acceptance_rate", acceptance},
                          {"target_passes", t.n_passes}, {"tokens_per_pass", per_pass}}},
@@ -77,8 +79,9 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   std::fprintf(stderr, "decode:           %.1f tok/s\n", decode_tps);
   std::fprintf(stderr, "ITL p50/p90/p99:  %.2f / %.2f / %.2f ms\n", percentile(itl, 50),
                percentile(itl, 90), percentile(itl, 99));
-  std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %zu bytes/token)\n",
-               kv_bytes, s.peak_blocks, kBlockTokens, engine.cache().bytes_per_token());
+  std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %s, %zu bytes/token)\n",
+               kv_bytes, s.peak_blocks, kBlockTokens, std::string(kv_type_name(engine.cache().type())).c_str(),
+               engine.cache().bytes_per_token());
   if (engine.speculating())
     std::fprintf(stderr, "speculative:      %d of %d drafts accepted (%.1f%%), %.2f tokens per target pass\n",
                  t.n_accepted, t.n_drafted, 100.0 * acceptance, per_pass);
@@ -98,12 +101,15 @@ int run(RunOptions o) {
   auto model = Model::load(o.model);
   if (!model) return fail(model.error());
   const Tokenizer& tok = (*model)->tokenizer();
+  auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
+  if (!kv_type) return fail(kv_type.error());
 
   RunStats stats;
   stats.prompt_ids = tok.encode(o.prompt, !o.no_bos && tok.add_bos_default());
   EngineConfig config;
   config.n_threads = o.threads;
   config.ctx = o.ctx;
+  config.kv_type = *kv_type;
   config.scheduler.max_seqs = 1;
   config.scheduler.max_batch_tokens = std::max<int32_t>(512, static_cast<int32_t>(stats.prompt_ids.size()));
   if (Status st = apply_window(o.window, **model, config); !st) return fail(st.error());
@@ -167,6 +173,7 @@ const bool registered = register_command(
       app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
       app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
       app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+      add_kv_type_option(app, o->kv_type);
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");

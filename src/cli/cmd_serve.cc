@@ -6,6 +6,7 @@
 
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
+#include "cli/common.h"
 #include "cli/spec_options.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
@@ -25,6 +26,8 @@ struct ServeOptions {
   int32_t threads = 0;
   int32_t max_queue = 64;
   int32_t kv_blocks = 0;
+  double kv_mem_mib = 0;
+  std::string kv_type = "f32";
   int read_timeout = 10;
   bool no_prefix_cache = false;
   SpecOptions spec;
@@ -42,13 +45,19 @@ int serve(const ServeOptions& o) {
   if (o.max_seqs < 1) return fail(err("--max-seqs must be >= 1"));
   if (o.max_batch_tokens < 1) return fail(err("--max-batch-tokens must be >= 1"));
   if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
+  if (o.kv_mem_mib < 0) return fail(err("--kv-mem must be >= 0"));
+  if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
   auto model = Model::load(o.model);
   if (!model) return fail(model.error());
+  auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
+  if (!kv_type) return fail(kv_type.error());
 
   EngineConfig config;
   config.n_threads = o.threads;
   config.ctx = o.ctx;
   config.n_kv_blocks = o.kv_blocks;
+  config.kv_bytes = static_cast<size_t>(o.kv_mem_mib * 1024 * 1024);
+  config.kv_type = *kv_type;
   config.scheduler.max_seqs = o.max_seqs;
   config.scheduler.max_batch_tokens = o.max_batch_tokens;
   config.scheduler.prefix_caching = !o.no_prefix_cache;
@@ -77,9 +86,13 @@ int serve(const ServeOptions& o) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
-  std::fprintf(stderr, "duet: serving %s on http://%s:%d (context %d, %d KV blocks, up to %d sequences)\n",
+  std::fprintf(stderr,
+               "duet: serving %s on http://%s:%d (context %d, %d KV blocks of %s, %.1f MiB, "
+               "%zu bytes/token, up to %d sequences)\n",
                sc.model_name.c_str(), o.host.c_str(), *port, engine.ctx(),
-               engine.cache().pool().n_blocks(), o.max_seqs);
+               engine.cache().pool().n_blocks(), std::string(kv_type_name(engine.cache().type())).c_str(),
+               static_cast<double>(engine.cache().bytes_total()) / (1024.0 * 1024.0),
+               engine.cache().bytes_per_token(), o.max_seqs);
   std::fflush(stderr);
   const bool ok = srv.listen();
   g_server = nullptr;
@@ -102,6 +115,10 @@ const bool registered = register_command(
           ->capture_default_str();
       app.add_option("--kv-blocks", o->kv_blocks, "KV cache blocks of 16 tokens (0: max-seqs full contexts)")
           ->capture_default_str();
+      app.add_option("--kv-mem", o->kv_mem_mib, "KV cache memory in MiB (0: from --kv-blocks); "
+                     "a smaller --kv-type fits more tokens in it")
+          ->capture_default_str();
+      add_kv_type_option(app, o->kv_type);
       app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");

@@ -21,6 +21,22 @@ Result<std::string> read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+Result<KvType> kv_type_option(const std::string& name, const KvShape& shape) {
+  DUET_ASSIGN(const KvType t, parse_kv_type(name));
+  if (Status st = check_kv_type(t, shape.head_dim); !st) return err("--kv-type ", name, ": ", st.error().message);
+  return t;
+}
+
+void add_kv_type_option(CLI::App& app, std::string& name) {
+  // Checked while parsing, so a bad name fails before any model is loaded.
+  app.add_option("--kv-type", name, "KV cache storage: f32, f16, q8 (int8 + scale per token and head), q4")
+      ->capture_default_str()
+      ->check([](const std::string& s) {
+        Result<KvType> t = parse_kv_type(s);
+        return t ? std::string() : t.error().message;
+      });
+}
+
 Result<std::vector<int32_t>> parse_token_ids(const std::string& text) {
   std::vector<int32_t> ids;
   std::string cleaned = text;

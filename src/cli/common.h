@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "core/error.h"
 #include "model/model.h"
 
@@ -16,6 +18,12 @@ Result<std::string> read_text(const std::string& path);
 
 // Parses "1 2 3" or "1,2,3" into ids.
 Result<std::vector<int32_t>> parse_token_ids(const std::string& text);
+
+// --kv-type NAME for a model with these KV heads: the type, or an error
+// naming the option and what it accepts.
+Result<KvType> kv_type_option(const std::string& name, const KvShape& shape);
+// Adds --kv-type to a subcommand, stored in `name` (default f32).
+void add_kv_type_option(CLI::App& app, std::string& name);
 
 // Percentile (0..100) of values, by linear interpolation; 0 for none.
 double percentile(std::vector<double> values, double p);

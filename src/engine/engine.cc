@@ -21,8 +21,9 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-int32_t default_blocks(const EngineConfig& c, int32_t ctx) {
+int32_t default_blocks(const EngineConfig& c, const KvShape& shape, int32_t ctx) {
   if (c.n_kv_blocks > 0) return c.n_kv_blocks;
+  if (c.kv_bytes > 0) return KvCache::blocks_for_bytes(shape, c.kv_type, c.kv_bytes);
   int32_t per_seq = blocks_for_tokens(ctx);
   // A window holds its sinks, the window, a chunk of up to a window, and
   // the partial blocks at either end.
@@ -48,7 +49,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
     : model_(model),
       ctx_(config.ctx > 0 ? config.ctx : model.config().ctx_len),
       pool_(config.n_threads),
-      cache_(model.kv_shape(), default_blocks(config, ctx_)),
+      cache_(model.kv_shape(), default_blocks(config, model.kv_shape(), ctx_), config.kv_type),
       scheduler_(scheduler_config(config)),
       kv_window_(config.kv_window),
       kv_sinks_(config.kv_sinks),
@@ -373,6 +374,9 @@ EngineMetrics Engine::metrics() {
   m.kv_blocks_used = pool.n_used();
   m.kv_blocks_cached = pool.n_cached();
   m.kv_blocks_free = pool.n_free() - pool.n_cached();
+  m.kv_type = cache_.type();
+  m.kv_bytes_per_token = static_cast<int64_t>(cache_.bytes_per_token());
+  m.kv_bytes_total = static_cast<int64_t>(cache_.bytes_total());
   // Filled slots of distinct blocks: a block shared by several sequences
   // stores its tokens once.
   std::unordered_map<int32_t, int32_t> filled;

@@ -24,7 +24,9 @@ namespace duet {
 struct EngineConfig {
   int32_t n_threads = 0;       // 0: all cores
   int32_t ctx = 0;             // max tokens per sequence; 0: the model's context length
-  int32_t n_kv_blocks = 0;     // 0: enough for max_seqs sequences of ctx tokens
+  int32_t n_kv_blocks = 0;     // 0: from kv_bytes, else enough for max_seqs sequences of ctx tokens
+  size_t kv_bytes = 0;         // KV memory budget; a smaller kv_type fits more blocks in it
+  KvType kv_type = KvType::F32;
   // StreamingLLM: keep the first kv_sinks tokens (rounded up to whole
   // blocks) and at least the last kv_window, freeing the blocks between, so
   // generation runs past ctx in bounded memory. 0: off. Turns off prefix

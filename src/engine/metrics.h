@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/kv_format.h"
 #include "engine/request.h"
 
 namespace duet {
@@ -58,6 +59,10 @@ struct EngineMetrics {
   int32_t kv_blocks_cached = 0;  // unreferenced, kept for the prefix cache
   int32_t kv_blocks_free = 0;    // neither
   int64_t kv_tokens_stored = 0;  // distinct token slots filled in used blocks
+  // The cache's fixed facts, so a scrape shows what --kv-type bought.
+  KvType kv_type = KvType::F32;
+  int64_t kv_bytes_per_token = 0;  // K and V of one token, all layers
+  int64_t kv_bytes_total = 0;      // the whole block pool
   double generated_tokens_per_second = 0;  // over the last few seconds
 
   double spec_acceptance_rate() const {

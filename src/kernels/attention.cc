@@ -4,22 +4,42 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/kv_kernels.h"
+#include "kernels/kv_rows.h"
+
 namespace duet {
 namespace {
 
 constexpr int32_t kMaxGroup = 64;
 constexpr int32_t kMaxBlock = 64;
 
-float dot(const float* a, const float* b, int32_t n) {
-  float s = 0.0f;
-  for (int32_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
+// The row kernels of any type and level, through the dispatch table.
+struct TableRows {
+  const KvRowKernels& k;
+  void scores(const float* q, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* s) const {
+    k.scores(q, rows, sc, n, hd, s);
+  }
+  void accumulate(const float* p, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* out) const {
+    k.accumulate(p, rows, sc, n, hd, out);
+  }
+};
 
-}  // namespace
+// The f32 loops inlined, so the default (unquantized) path pays no indirect
+// call per block; the same loops as the table's scalar f32 entry.
+struct F32Rows {
+  void scores(const float* q, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* s) const {
+    kv_rows::scores<kv_rows::F32Row, KvType::F32>(q, rows, sc, n, hd, s);
+  }
+  void accumulate(const float* p, const uint8_t* rows, const uint16_t* sc, int32_t n, int32_t hd, float* out) const {
+    kv_rows::accumulate<kv_rows::F32Row, KvType::F32>(p, rows, sc, n, hd, out);
+  }
+};
 
-void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                  int32_t begin, int32_t end, float scale, float* out) {
+template <class Rows>
+void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
+            const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
+  const size_t row_bytes = kv_row_bytes(kv.type, head_dim);
+  const size_t n_scales = static_cast<size_t>(kv_row_scales(kv.type, head_dim));
   // Running max and denominator per query head; out holds the unnormalized sum.
   float m[kMaxGroup], l[kMaxGroup], s[kMaxBlock];
   std::fill(m, m + n_group, -std::numeric_limits<float>::infinity());
@@ -30,15 +50,20 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
     const int32_t in_block = start % kv.block_tokens;
     const int32_t len = std::min(kv.block_tokens - in_block, end - start);
     const size_t block = static_cast<size_t>(kv.block_ids[start / kv.block_tokens]);
-    const float* k = kv.k_base + block * kv.block_stride + static_cast<size_t>(in_block) * head_dim;
-    const float* v = kv.v_base + block * kv.block_stride + static_cast<size_t>(in_block) * head_dim;
+    const uint8_t* kb = kv.k_base + block * kv.block_stride;
+    const uint8_t* vb = kv.v_base + block * kv.block_stride;
+    const uint8_t* k = kb + in_block * row_bytes;
+    const uint8_t* v = vb + in_block * row_bytes;
+    const auto* ks = reinterpret_cast<const uint16_t*>(kb + kv.scales_offset) + in_block * n_scales;
+    const auto* vs = reinterpret_cast<const uint16_t*>(vb + kv.scales_offset) + in_block * n_scales;
     start += len;
     for (int32_t g = 0; g < n_group; ++g) {
       const float* qg = q + static_cast<size_t>(g) * head_dim;
       float* og = out + static_cast<size_t>(g) * head_dim;
+      rk.scores(qg, k, ks, len, head_dim, s);
       float block_max = -std::numeric_limits<float>::infinity();
       for (int32_t t = 0; t < len; ++t) {
-        s[t] = dot(qg, k + static_cast<size_t>(t) * head_dim, head_dim) * scale;
+        s[t] *= scale;
         block_max = std::max(block_max, s[t]);
       }
       const float new_max = std::max(m[g], block_max);
@@ -46,11 +71,10 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
       l[g] *= correction;
       for (int32_t d = 0; d < head_dim; ++d) og[d] *= correction;
       for (int32_t t = 0; t < len; ++t) {
-        const float p = std::exp(s[t] - new_max);
-        l[g] += p;
-        const float* vt = v + static_cast<size_t>(t) * head_dim;
-        for (int32_t d = 0; d < head_dim; ++d) og[d] += p * vt[d];
+        s[t] = std::exp(s[t] - new_max);  // now the weight p of token t
+        l[g] += s[t];
       }
+      rk.accumulate(s, v, vs, len, head_dim, og);
       m[g] = new_max;
     }
   }
@@ -59,6 +83,19 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
     float* og = out + static_cast<size_t>(g) * head_dim;
     for (int32_t d = 0; d < head_dim; ++d) og[d] *= inv;
   }
+}
+
+}  // namespace
+
+void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                  int32_t begin, int32_t end, float scale, float* out) {
+  if (kv.type == KvType::F32) return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
+  attend(TableRows{*kv_row_kernels(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
+}
+
+void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
+                     const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
+  attend(TableRows{*kv_row_kernels_at(kv.type, level)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
 }  // namespace duet

@@ -1,20 +1,27 @@
 // Causal attention of a group of query heads (those sharing one KV head,
 // GQA) over keys and values stored in a paged cache. One pass over the
 // cache with an online softmax, a block of keys at a time, so no score
-// matrix is materialized and K/V are read once for the whole group.
+// matrix is materialized and K/V are read once for the whole group. Keys and
+// values stay in their storage type (core/kv_format.h) and are dequantized
+// in registers by the type's row kernels (kernels/kv_kernels.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "core/cpu_features.h"
+#include "core/kv_format.h"
+
 namespace duet {
 
 struct PagedKv {
-  const float* k_base;        // K of the first block for this layer and KV head
-  const float* v_base;        // V likewise
-  size_t block_stride;        // floats from one block's K (or V) to the next block's
+  const uint8_t* k_base;      // K of the first block for this layer and KV head
+  const uint8_t* v_base;      // V likewise
+  size_t block_stride;        // bytes from one block's K (or V) to the next block's
   const int32_t* block_ids;   // the sequence's block table
   int32_t block_tokens;       // tokens per block
+  KvType type = KvType::F32;  // element storage
+  size_t scales_offset = 0;   // bytes from a block's K (or V) rows to their fp16 scales
 };
 
 // out[g][head_dim] = softmax(q[g] · K[begin..end)ᵀ · scale) · V[begin..end)
@@ -22,5 +29,8 @@ struct PagedKv {
 // before `begin` are never read (a sliding window may have freed them).
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, float scale, float* out);
+// The same with the kernels of one CPU level (for tests of every level).
+void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
+                     const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out);
 
 }  // namespace duet

@@ -1,16 +1,62 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
 namespace duet {
 
-KvCache::KvCache(const KvShape& shape, int32_t n_blocks)
+KvCache::KvCache(const KvShape& shape, int32_t n_blocks, KvType type)
     : shape_(shape),
+      type_(type),
+      row_bytes_(kv_row_bytes(type, shape.head_dim)),
+      row_scales_(kv_row_scales(type, shape.head_dim)),
+      head_block_bytes_(kv_row_total_bytes(type, shape.head_dim) * kBlockTokens),
       pool_(n_blocks),
-      data_(static_cast<size_t>(shape.n_layers) * n_blocks * 2 * shape.n_kv_heads * kBlockTokens *
-            shape.head_dim) {}
+      data_(static_cast<size_t>(shape.n_layers) * n_blocks * block_stride()) {
+  assert(type != KvType::Q4 || shape.head_dim % 2 == 0);
+}
 
-size_t KvCache::bytes_per_token() const {
-  return static_cast<size_t>(shape_.n_layers) * 2 * shape_.n_kv_heads * shape_.head_dim *
-         sizeof(float);
+size_t KvCache::bytes_per_token(const KvShape& shape, KvType type) {
+  return static_cast<size_t>(shape.n_layers) * 2 * shape.n_kv_heads *
+         kv_row_total_bytes(type, shape.head_dim);
+}
+
+int32_t KvCache::blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes) {
+  const size_t per_block = std::max<size_t>(1, bytes_per_token(shape, type) * kBlockTokens);
+  // Block ids are int32: a budget beyond that many blocks is capped, not wrapped.
+  const size_t max_blocks = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  return static_cast<int32_t>(std::clamp<size_t>(bytes / per_block, 1, max_blocks));
+}
+
+void KvCache::store_row(size_t head_block, int32_t slot, const float* x) {
+  uint8_t* base = data_.data() + head_block;
+  auto* scales = reinterpret_cast<uint16_t*>(base + scales_offset()) + slot * row_scales_;
+  kv_quantize_row(type_, x, shape_.head_dim, base + slot * row_bytes_, scales);
+}
+
+void KvCache::load_row(size_t head_block, int32_t slot, float* out) const {
+  const uint8_t* base = data_.data() + head_block;
+  const auto* scales = reinterpret_cast<const uint16_t*>(base + scales_offset()) + slot * row_scales_;
+  kv_dequantize_row(type_, base + slot * row_bytes_, scales, shape_.head_dim, out);
+}
+
+void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v) {
+  const size_t hd = static_cast<size_t>(shape_.head_dim);
+  for (int32_t h = 0; h < shape_.n_kv_heads; ++h) {
+    store_row(offset(layer, block, h, 0), slot, k + h * hd);
+    store_row(offset(layer, block, h, 1), slot, v + h * hd);
+  }
+}
+
+void KvCache::load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot,
+                       float* out) const {
+  load_row(offset(layer, block, kv_head, 0), slot, out);
+}
+
+void KvCache::load_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot,
+                         float* out) const {
+  load_row(offset(layer, block, kv_head, 1), slot, out);
 }
 
 }  // namespace duet

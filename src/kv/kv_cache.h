@@ -1,12 +1,15 @@
 // The paged KV cache: storage for K and V of every layer in fixed blocks of
 // kBlockTokens tokens, plus the pool that hands blocks out. Attention reads
-// K/V only through a sequence's BlockTable.
+// K/V only through a sequence's BlockTable. Elements are stored in one of the
+// KvType formats (core/kv_format.h); store() quantizes and load_key() /
+// load_value() dequantize, so callers never see the storage.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/kv_format.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 
@@ -20,48 +23,69 @@ struct KvShape {
 
 class KvCache {
  public:
-  KvCache(const KvShape& shape, int32_t n_blocks);
+  KvCache(const KvShape& shape, int32_t n_blocks, KvType type = KvType::F32);
+
+  // How many blocks of this shape and type fit in `bytes` (at least 1, at
+  // most INT32_MAX).
+  static int32_t blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes);
+  // Bytes of K and V for one token across all layers and KV heads.
+  static size_t bytes_per_token(const KvShape& shape, KvType type);
 
   const KvShape& shape() const { return shape_; }
+  KvType type() const { return type_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
 
-  // K (or V) of one KV head in one block of one layer: [kBlockTokens][head_dim].
+  // Writes one token's K and V (each [n_kv_heads * head_dim] floats) into
+  // `slot` of `block` for `layer`, in the cache's format.
+  void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
+  // Writes one token's K (or V) row of one KV head (x[head_dim]), e.g. a key
+  // loaded with load_key() and rotated to a new position.
+  void store_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
+    store_row(offset(layer, block, kv_head, 0), slot, x);
+  }
+  void store_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
+    store_row(offset(layer, block, kv_head, 1), slot, x);
+  }
+  // One token's K (or V) row of one KV head, decoded to out[head_dim].
+  void load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;
+  void load_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;
+
+  // The raw storage, for the attention kernel. A head block is K (or V) of
+  // one KV head in one block of one layer:
+  //   [kBlockTokens][row bytes]  elements, token after token
+  //   [kBlockTokens][n scales]   fp16 scales (q8, q4 only), at scales_offset()
   // Per-head contiguity lets attention stream one head's keys linearly.
-  float* key(int32_t layer, int32_t block, int32_t kv_head) {
+  const uint8_t* key_data(int32_t layer, int32_t block, int32_t kv_head) const {
     return data_.data() + offset(layer, block, kv_head, 0);
   }
-  float* value(int32_t layer, int32_t block, int32_t kv_head) {
+  const uint8_t* value_data(int32_t layer, int32_t block, int32_t kv_head) const {
     return data_.data() + offset(layer, block, kv_head, 1);
   }
-  const float* key(int32_t layer, int32_t block, int32_t kv_head) const {
-    return data_.data() + offset(layer, block, kv_head, 0);
-  }
-  const float* value(int32_t layer, int32_t block, int32_t kv_head) const {
-    return data_.data() + offset(layer, block, kv_head, 1);
-  }
+  // Bytes from a block's K (or V) of one layer and head to the next block's.
+  size_t block_stride() const { return head_block_bytes_ * shape_.n_kv_heads * 2; }
+  // Bytes from a head block's start to its scales.
+  size_t scales_offset() const { return row_bytes_ * kBlockTokens; }
 
-  // Floats from a block's K (or V) of one layer and head to the next block's.
-  size_t block_stride() const {
-    return static_cast<size_t>(kBlockTokens) * shape_.head_dim * shape_.n_kv_heads * 2;
-  }
-
-  // Bytes of K and V for one token across all layers and KV heads.
-  size_t bytes_per_token() const;
+  size_t bytes_per_token() const { return bytes_per_token(shape_, type_); }
   size_t bytes_per_block() const { return bytes_per_token() * kBlockTokens; }
-  size_t bytes_total() const { return data_.size() * sizeof(float); }
+  size_t bytes_total() const { return data_.size(); }
 
  private:
   size_t offset(int32_t layer, int32_t block, int32_t kv_head, int kv) const {
-    const size_t head_elems = static_cast<size_t>(kBlockTokens) * shape_.head_dim;
-    const size_t block_elems = head_elems * shape_.n_kv_heads * 2;
-    return ((static_cast<size_t>(layer) * pool_.n_blocks() + block) * block_elems) +
-           (static_cast<size_t>(kv) * shape_.n_kv_heads + kv_head) * head_elems;
+    return (static_cast<size_t>(layer) * pool_.n_blocks() + block) * block_stride() +
+           (static_cast<size_t>(kv) * shape_.n_kv_heads + kv_head) * head_block_bytes_;
   }
+  void store_row(size_t head_block, int32_t slot, const float* x);
+  void load_row(size_t head_block, int32_t slot, float* out) const;
 
   KvShape shape_;
+  KvType type_;
+  size_t row_bytes_;         // one token's elements of one head
+  int32_t row_scales_;       // one token's fp16 scales of one head
+  size_t head_block_bytes_;  // kBlockTokens rows with their scales
   BlockPool pool_;
-  std::vector<float> data_;  // [n_layers][n_blocks][K,V][n_kv_heads][kBlockTokens][head_dim]
+  std::vector<uint8_t> data_;  // [n_layers][n_blocks][K,V][n_kv_heads] head blocks
 };
 
 }  // namespace duet

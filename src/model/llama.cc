@@ -255,13 +255,7 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
     // of one sequence in this batch see each other causally.
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
     const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
-    const size_t slot = static_cast<size_t>(pos % kBlockTokens);
-    for (int32_t h = 0; h < c.n_kv_heads; ++h) {
-      std::memcpy(cache.key(layer, block, h) + slot * hd, &ws_.k[i * kv_dim + h * hd],
-                  hd * sizeof(float));
-      std::memcpy(cache.value(layer, block, h) + slot * hd, &ws_.v[i * kv_dim + h * hd],
-                  hd * sizeof(float));
-    }
+    cache.store(layer, block, pos % kBlockTokens, &ws_.k[i * kv_dim], &ws_.v[i * kv_dim]);
   }
 
   const int32_t group = c.n_heads / c.n_kv_heads;
@@ -278,8 +272,8 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
       const auto i = static_cast<size_t>(job / c.n_kv_heads);
       const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
       const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
-      const PagedKv kv{cache.key(layer, 0, h), cache.value(layer, 0, h), block_stride,
-                       table.blocks.data(), kBlockTokens};
+      const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
+                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
       const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
       const int32_t end = batch.positions[i] + 1;
       const int32_t begin = c.sliding_window > 0 ? std::max(0, end - c.sliding_window) : 0;
@@ -337,14 +331,18 @@ void LlamaModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t beg
     for (int64_t job = lo; job < hi; ++job) {
       const auto layer = static_cast<int32_t>(job / c.n_kv_heads);
       const auto h = static_cast<int32_t>(job % c.n_kv_heads);
-      // One rotation for every key: the slots of a block are rotated as if
-      // they were the heads of one row, sharing its cosines and sines.
+      // The keys of a block's slots are rotated together, as if they were
+      // the heads of one row, sharing one set of cosines and sines. Loading
+      // and storing goes through the cache's format (quantized keys are
+      // requantized after the rotation).
+      std::vector<float> rows(static_cast<size_t>(kBlockTokens) * hd);
       for (int32_t pos = begin; pos < end;) {
         const int32_t slot = pos % kBlockTokens;
         const int32_t n = std::min(kBlockTokens - slot, end - pos);
         const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
-        rotate(cache.key(layer, block, h) + static_cast<size_t>(slot) * hd, n, c.head_dim,
-               c.rope_dim, delta, inv_freq_.data());
+        for (int32_t i = 0; i < n; ++i) cache.load_key(layer, block, h, slot + i, &rows[i * hd]);
+        rotate(rows.data(), n, c.head_dim, c.rope_dim, delta, inv_freq_.data());
+        for (int32_t i = 0; i < n; ++i) cache.store_key(layer, block, h, slot + i, &rows[i * hd]);
         pos += n;
       }
     }

@@ -73,6 +73,13 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          static_cast<double>(m.kv_tokens_stored));
   metric(out, "duet_kv_token_slots_used", "gauge", "Token slots of used KV blocks",
          static_cast<double>(m.kv_blocks_used) * kBlockTokens);
+  metric(out, "duet_kv_bytes_per_token", "gauge", "KV cache bytes of one token (K and V, all layers)",
+         static_cast<double>(m.kv_bytes_per_token));
+  metric(out, "duet_kv_cache_bytes", "gauge", "Bytes of the whole KV block pool",
+         static_cast<double>(m.kv_bytes_total));
+  out += "# HELP duet_kv_cache_type KV cache storage type (--kv-type), as a label\n"
+         "# TYPE duet_kv_cache_type gauge\n"
+         "duet_kv_cache_type{type=\"" + std::string(kv_type_name(m.kv_type)) + "\"} 1\n";
   histogram(out, "duet_time_to_first_token_seconds", "Time from submission to the first token", m.ttft);
   histogram(out, "duet_inter_token_latency_seconds", "Time between consecutive tokens of a request", m.itl);
   return out;

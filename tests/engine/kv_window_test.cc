@@ -76,19 +76,23 @@ TEST(KvWindow, ShiftedKeysEqualKeysComputedAtTheNewPositions) {
 
   const KvShape& shape = m->kv_shape();
   const auto row = static_cast<size_t>(shape.head_dim);
+  std::vector<float> k(row), kf(row), ku(row), v(row), vf(row);
   float k0 = 0, v0 = 0, sinks = 0, moved = 0;
   for (int32_t layer = 0; layer < shape.n_layers; ++layer)
     for (int32_t h = 0; h < shape.n_kv_heads; ++h)
       for (int32_t pos = 0; pos < 44; ++pos) {
-        const size_t slot = static_cast<size_t>(pos % kBlockTokens) * row;
+        const int32_t slot = pos % kBlockTokens;
         const auto b = static_cast<size_t>(pos / kBlockTokens);
-        const float* k = a.key(layer, ta.blocks[b], h) + slot;
-        const float* kf = fresh.key(layer, tf.blocks[b], h) + slot;
-        if (pos < 16) sinks = std::max(sinks, max_diff(k, kf, row));
+        a.load_key(layer, ta.blocks[b], h, slot, k.data());
+        fresh.load_key(layer, tf.blocks[b], h, slot, kf.data());
+        if (pos < 16) sinks = std::max(sinks, max_diff(k.data(), kf.data(), row));
         if (layer != 0) continue;
-        k0 = std::max(k0, max_diff(k, kf, row));
-        v0 = std::max(v0, max_diff(a.value(0, ta.blocks[b], h) + slot, fresh.value(0, tf.blocks[b], h) + slot, row));
-        if (pos >= 16) moved = std::max(moved, max_diff(unshifted.key(0, tu.blocks[b], h) + slot, kf, row));
+        k0 = std::max(k0, max_diff(k.data(), kf.data(), row));
+        a.load_value(0, ta.blocks[b], h, slot, v.data());
+        fresh.load_value(0, tf.blocks[b], h, slot, vf.data());
+        v0 = std::max(v0, max_diff(v.data(), vf.data(), row));
+        unshifted.load_key(0, tu.blocks[b], h, slot, ku.data());
+        if (pos >= 16) moved = std::max(moved, max_diff(ku.data(), kf.data(), row));
       }
   EXPECT_LT(k0, 1e-5f);
   EXPECT_EQ(v0, 0.0f);
@@ -154,6 +158,25 @@ TEST(KvWindow, GenerationRunsFourContextsInBoundedMemory) {
   const size_t same = 96 - prompt.size() - 1;
   ASSERT_GE(base.tokens.size(), same);
   EXPECT_TRUE(std::equal(base.tokens.begin(), base.tokens.begin() + static_cast<std::ptrdiff_t>(same), r.tokens.begin()));
+}
+
+// The shift goes through the cache's format: a quantized window works too.
+TEST(KvWindow, QuantizedKeysAreShiftedThroughTheirFormat) {
+  auto m = load(stories_path());
+  ASSERT_TRUE(m);
+  const std::vector<int32_t> prompt = m->tokenizer().encode("Once upon a time", true);
+  EngineConfig cfg;
+  cfg.n_threads = 1;
+  cfg.ctx = 128;
+  cfg.kv_type = KvType::Q8;
+  const Generated plain = generate(*m, cfg, prompt, 90);
+  cfg.kv_window = 64;
+  const Generated r = generate(*m, cfg, prompt, 400);
+  EXPECT_EQ(r.reason, FinishReason::kLength);
+  EXPECT_EQ(r.tokens.size(), 400u);
+  EXPECT_LE(r.peak_blocks, 1 + 4 + 2);
+  const size_t same = 96 - prompt.size() - 1;
+  EXPECT_TRUE(std::equal(plain.tokens.begin(), plain.tokens.begin() + static_cast<std::ptrdiff_t>(same), r.tokens.begin()));
 }
 
 TEST(KvWindow, APromptLongerThanTheContextIsPrefilledAWindowAtATime) {

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "kv/block_table.h"
-#include "kv/kv_cache.h"
 
 namespace duet {
 namespace {
@@ -52,29 +51,6 @@ TEST(BlockTable, ReserveGrowsByWholeBlocksAndFailsWithoutSideEffects) {
   EXPECT_EQ(pool.n_free(), 2);
   t.release_all(pool);
   EXPECT_EQ(pool.n_free(), 3);
-}
-
-TEST(KvCache, BlocksAndHeadsDoNotOverlap) {
-  const KvShape shape{2, 3, 8};
-  KvCache cache(shape, 4);
-  // Write a distinct value into every (layer, block, head, K/V) region, then read all back.
-  float v = 0;
-  for (int l = 0; l < 2; ++l)
-    for (int b = 0; b < 4; ++b)
-      for (int h = 0; h < 3; ++h) {
-        std::fill_n(cache.key(l, b, h), kBlockTokens * 8, v++);
-        std::fill_n(cache.value(l, b, h), kBlockTokens * 8, v++);
-      }
-  v = 0;
-  for (int l = 0; l < 2; ++l)
-    for (int b = 0; b < 4; ++b)
-      for (int h = 0; h < 3; ++h) {
-        EXPECT_EQ(cache.key(l, b, h)[kBlockTokens * 8 - 1], v++);
-        EXPECT_EQ(cache.value(l, b, h)[0], v++);
-        EXPECT_EQ(cache.key(l, b, h) + static_cast<std::ptrdiff_t>(cache.block_stride()),
-                  b + 1 < 4 ? cache.key(l, b + 1, h) : cache.key(l, b, h) + cache.block_stride());
-      }
-  EXPECT_EQ(cache.bytes_per_token(), 2u * 2 * 3 * 8 * sizeof(float));
 }
 
 }  // namespace
