@@ -61,9 +61,6 @@ template <class W, int R, int T, bool kMasked>
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const uint8_t* p = w + r * ws + i * W::kBytes;
-    // Decode (one token) is bound by memory: fetch the next block's rows early,
-    // since the hardware prefetcher stops at each row's page boundary.
-    if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(p + R * ws), _MM_HINT_T0);
     const __m512 wv = kMasked ? W::load(p, m) : W::load(p);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
@@ -110,18 +107,36 @@ template <class W>
 void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
                int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   using Table = MicroTable<W, std::make_integer_sequence<int, kMaxRows * kMaxToks>>;
-  for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+  const auto run = [&](int64_t c0, int64_t t0, int64_t r0) {
     const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
-      const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
-      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
-        const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
-        Table::fns[(nr - 1) * kMaxToks + (nt - 1)](
-            n, w + r0 * w_stride + c0 * W::kBytes, w_stride, x + t0 * x_stride + c0, x_stride,
-            y + t0 * y_stride + r0, y_stride, c0 > 0);
-      }
+    const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
+    const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+    Table::fns[(nr - 1) * kMaxToks + (nt - 1)](n, w + r0 * w_stride + c0 * W::kBytes, w_stride,
+                                               x + t0 * x_stride + c0, x_stride,
+                                               y + t0 * y_stride + r0, y_stride, c0 > 0);
+  };
+  if (n_tok <= kMaxToks) {
+    // Every weight is used by one micro call: read each row group to its
+    // end before the next, so memory streams instead of jumping a chunk at
+    // a time between rows (decode's case). The sums are added in the same
+    // chunk order either way.
+    // One token: a row at a time, so the weights are one linear stream
+    // (measured ~10% faster at 1 thread than 4 interleaved rows).
+    if (n_tok == 1) {
+      for (int64_t r = 0; r < n_rows; ++r)
+        for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
+          const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
+          micro<W, 1, 1>(n, w + r * w_stride + c0 * W::kBytes, 0, x + c0, 0, y + r, 0, c0 > 0);
+        }
+      return;
     }
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows)
+      for (int64_t c0 = 0; c0 < k; c0 += kChunk) run(c0, 0, r0);
+    return;
   }
+  for (int64_t c0 = 0; c0 < k; c0 += kChunk)
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks)
+      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) run(c0, t0, r0);
 }
 
 template <class W>
