@@ -5,6 +5,7 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
@@ -59,6 +60,80 @@ struct Channel {
 };
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+// A non-streamed response being gathered from the engine's events.
+struct WholeResponse {
+  explicit WholeResponse(const ResponseShape& shape) : logprobs(shape) {}
+  std::string text;
+  LogprobsBuilder logprobs;
+  std::optional<TokenEvent> last;  // the finishing event
+
+  // Takes the channel's events; true once the request has finished.
+  bool take(Channel& channel, const ResponseShape& shape) {
+    for (TokenEvent& ev : channel.events) {
+      text += ev.text;
+      if (ev.token >= 0 && shape.logprobs) logprobs.add(ev);
+      if (ev.finished) last = std::move(ev);
+    }
+    channel.events.clear();
+    return last.has_value();
+  }
+  std::string body(const ResponseShape& shape, const RequestTimings& timings) {
+    if (last->reason == FinishReason::kError)
+      return dump(ApiError{500, last->error, "server_error", "", ""}.to_json());
+    return dump(full_response(shape, text, last->reason,
+                              shape.logprobs ? logprobs.take() : json(nullptr), timings));
+  }
+};
+
+void cancel_unless_finished(Channel& channel, EngineLoop& loop) {
+  bool finished;
+  {
+    std::lock_guard lock(channel.mu);
+    finished = channel.finished;
+  }
+  if (!finished) loop.cancel(channel.id);
+}
+
+
+void respond_whole(httplib::Response& res, std::shared_ptr<Channel> channel,
+                   std::shared_ptr<ResponseShape> shape, EngineLoop& loop, int32_t wait_ms) {
+  auto whole = std::make_shared<WholeResponse>(*shape);
+  {
+    // Most requests finish quickly: wait, then answer with the right status.
+    std::unique_lock lock(channel->mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    while (!whole->take(*channel, *shape))
+      if (!channel->cv.wait_until(lock, deadline, [&] { return !channel->events.empty(); })) break;
+    if (whole->last) {
+      if (whole->last->reason == FinishReason::kError)
+        return send_error(res, {500, whole->last->error, "server_error", "", ""});
+      res.set_content(whole->body(*shape, channel->timings), "application/json");
+      return;
+    }
+  }
+  // A long one: the status is sent now and the JSON follows a run of
+  // spaces (JSON allows leading whitespace), one every quarter second, so a
+  // client that has gone away is noticed by a failed write and its request
+  // cancelled instead of generating for nobody.
+  res.set_chunked_content_provider(
+      "application/json",
+      [channel, shape, whole](size_t, httplib::DataSink& sink) {
+        bool finished;
+        {
+          std::unique_lock lock(channel->mu);
+          channel->cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return !channel->events.empty(); });
+          finished = whole->take(*channel, *shape);
+        }
+        if (!finished) return sink.write(" ", 1);
+        const std::string body = whole->body(*shape, channel->timings);
+        if (!sink.write(body.data(), body.size())) return false;
+        sink.done();
+        return true;
+      },
+      [channel, &loop](bool) { cancel_unless_finished(*channel, loop); });
+}
+
 
 }  // namespace
 
@@ -187,26 +262,7 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   shape->logprobs = r.logprobs >= 0;
   shape->tokenizer = &tok;
 
-  if (!r.stream) {
-    std::string text;
-    LogprobsBuilder logprobs(*shape);
-    std::unique_lock lock(channel->mu);
-    for (;;) {
-      channel->cv.wait(lock, [&] { return !channel->events.empty(); });
-      const TokenEvent ev = std::move(channel->events.front());
-      channel->events.pop_front();
-      text += ev.text;
-      if (ev.token >= 0 && shape->logprobs) logprobs.add(ev);
-      if (!ev.finished) continue;
-      if (ev.reason == FinishReason::kError)
-        return send_error(res, {500, ev.error, "server_error", "", ""});
-      res.set_content(dump(full_response(*shape, text, ev.reason,
-                                         shape->logprobs ? logprobs.take() : json(nullptr),
-                                         channel->timings)),
-                      "application/json");
-      return;
-    }
-  }
+  if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms);
 
   const bool include_usage = r.include_usage;
   auto logprobs = std::make_shared<LogprobsBuilder>(*shape);
@@ -252,16 +308,9 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
         }
         return true;
       },
-      [this, channel](bool) {
-        // Whatever ended the response (a vanished client, a write timeout,
-        // shutdown) ends the request; a finished one ignores the cancel.
-        bool finished;
-        {
-          std::lock_guard lock(channel->mu);
-          finished = channel->finished;
-        }
-        if (!finished) loop_.cancel(channel->id);
-      });
+      // Whatever ended the response (a vanished client, a write timeout,
+      // shutdown) ends the request; a finished one ignores the cancel.
+      [this, channel](bool) { cancel_unless_finished(*channel, loop_); });
 }
 
 }  // namespace duet::server

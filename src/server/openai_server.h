@@ -30,6 +30,9 @@ struct ServerConfig {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   int read_timeout_s = 10;          // a client that stalls mid-request is dropped
   int32_t http_threads = 64;        // connections served at once
+  // A non-streamed request not finished within this long is answered with
+  // whitespace heartbeats before its JSON, to notice a client that leaves.
+  int32_t whole_response_wait_ms = 1000;
   // The chat template for /v1/chat/completions; null: the built-in Llama 2
   // format where the vocabulary allows it (chat_prompt.h).
   std::shared_ptr<const ChatTemplate> chat_template;
@@ -50,6 +53,7 @@ class OpenAiServer {
  private:
   void routes();
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+
 
   Model& model_;
   EngineLoop& loop_;

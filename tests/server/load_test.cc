@@ -98,6 +98,39 @@ TEST(ServerHostile, DisconnectMidStreamCancelsAndFreesEverything) {
   EXPECT_EQ(metric_value(m, "duet_kv_blocks_used"), 0);
 }
 
+// A non-streamed request still running after whole_response_wait_ms is
+// answered with whitespace heartbeats; a client gone by then is noticed by
+// a failed heartbeat and its request cancelled.
+TEST(ServerHostile, DisconnectWhileAwaitingAWholeResponseCancels) {
+  HarnessOptions o;
+  o.engine.n_threads = 1;
+  o.engine.ctx = 2048;
+  o.server.whole_response_wait_ms = 50;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 2; ++i) {
+    RawSocket sock(s.port());
+    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}};
+    ASSERT_TRUE(sock.send_all(raw_post("/v1/completions", body.dump())));
+    ASSERT_NE(sock.read_until("200 OK").find("200 OK"), std::string::npos);
+  }  // closed while the 2000 tokens are being made
+  const std::string m = wait_for_metrics(s, [](const std::string& t) {
+    return metric_value(t, "duet_requests_finished_total{reason=\"cancelled\"}") == 2 &&
+           metric_value(t, "duet_kv_blocks_used") == 0;
+  });
+  EXPECT_EQ(metric_value(m, "duet_requests_finished_total{reason=\"cancelled\"}"), 2) << m;
+  EXPECT_EQ(metric_value(m, "duet_kv_blocks_used"), 0);
+}
+
+TEST(ServerHostile, AHeartbeatedWholeResponseIsTheSameJson) {
+  HarnessOptions quick, slow;
+  slow.server.whole_response_wait_ms = 0;
+  TestServer a(quick), b(slow);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const json body = completion_body("Once upon a time", 200);
+  EXPECT_EQ(complete(b, body), complete(a, body));
+}
+
 const std::vector<std::string> kPrompts = {
     "Once upon a time", "The cat", "Lily and Ben went", "One day, a big dog", "Tom had a red",
     "The sun was", "Sara liked to", "In the park", "A little bird", "The boy ran",
