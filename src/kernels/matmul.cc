@@ -8,6 +8,7 @@
 
 #include "kernels/float_kernels.h"
 #include "kernels/ops.h"
+#include "kernels/quant_gemm.h"
 #include "kernels/type_kernels.h"
 
 namespace duet {
@@ -92,9 +93,14 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
     xq = out;
     x_stride = x_bytes;
   }
+  const QuantDotBlock blocked = quant_dot_block(w.dtype);
   pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t b = r0; b < r1; b += rows_per_tile) {
       const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
+      if (blocked) {
+        blocked(k, static_cast<const uint8_t*>(w.row(b)), w_stride, e - b, xq, x_stride, m, y + b, n_out);
+        continue;
+      }
       for (int64_t t = 0; t < m; ++t)
         for (int64_t r = b; r < e; ++r) y[t * n_out + r] = tk->vec_dot(k, w.row(r), xq + t * x_stride);
     }
