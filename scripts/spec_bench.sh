@@ -4,12 +4,12 @@
 # relative to the plain runs around it, with acceptance and tokens per
 # target pass. Configurations:
 #   plain | --draft DRAFT | --lookup N
-# Usage: scripts/spec_bench.sh -m TARGET [-d DRAFT] [-l N] [-p PROMPT_FILE|-P TEXT] [-n TOKENS] [-t THREADS] [-k DRAFT_MAX]
+# Usage: scripts/spec_bench.sh -m TARGET [-d DRAFT] [-l N] [-p PROMPT_FILE|-P TEXT] [-n TOKENS] [-t THREADS] [-k DRAFT_MAX] [-c CTX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duet=build/duet
-target="" draft="" lookup=0 prompt_args=(-p "Once upon a time") n=64 threads=2 kmax=5
-while getopts "m:d:l:p:P:n:t:k:" opt; do
+target="" draft="" lookup=0 prompt_args=(-p "Once upon a time") n=64 threads=2 kmax=5 ctx=0
+while getopts "m:d:l:p:P:n:t:k:c:" opt; do
   case $opt in
     m) target=$OPTARG ;;
     d) draft=$OPTARG ;;
@@ -19,6 +19,7 @@ while getopts "m:d:l:p:P:n:t:k:" opt; do
     n) n=$OPTARG ;;
     t) threads=$OPTARG ;;
     k) kmax=$OPTARG ;;
+    c) ctx=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -28,7 +29,7 @@ trap 'rm -rf "$out"' EXIT
 
 run() {  # name, extra args...
   local name=$1; shift
-  $duet run -m "$target" "${prompt_args[@]}" -n "$n" --temp 0 --ignore-eos -t "$threads" --json "$@" \
+  $duet run -m "$target" "${prompt_args[@]}" -n "$n" --temp 0 --ignore-eos -t "$threads" --ctx "$ctx" --json "$@" \
     2>"$out/$name.json" >/dev/null
 }
 configs=(plain1)

@@ -60,6 +60,9 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          static_cast<double>(m.spec_verify_passes));
   metric(out, "duet_spec_acceptance_rate", "gauge", "Accepted / proposed draft tokens since start",
          m.spec_acceptance_rate());
+  metric(out, "duet_spec_tokens_per_pass", "gauge",
+         "Tokens a verifying target pass produced on average (accepted drafts + 1)",
+         m.spec_verify_passes ? 1.0 + static_cast<double>(m.spec_accepted_tokens) / m.spec_verify_passes : 0.0);
   metric(out, "duet_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
          static_cast<double>(m.prefix_query_tokens));
   metric(out, "duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",

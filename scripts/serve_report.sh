@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The serving targets on one model, in one run of this script:
+#   1. aggregate decode throughput with 16 concurrent streams vs 1 stream;
+#   2. KV memory utilization under that load (filled slots / allocated slots);
+#   3. TTFT with a long shared system prompt: prefix-cache hit vs miss.
+# Usage: scripts/serve_report.sh MODEL.gguf [THREADS] [PREFIX_WORDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duet=build/duet
+model=${1:?usage: $0 MODEL.gguf [THREADS] [PREFIX_WORDS]}
+threads=${2:-2}
+prefix_words=${3:-650}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+bench() {  # name, args...
+  local name=$1; shift
+  $duet bench-serve -m "$model" -t "$threads" --ctx 2048 --json "$@" > "$out/$name.json"
+}
+# Same request mix for both: 32 requests, 48 output tokens each.
+bench single -c 1 -n 8 --output-tokens 48:48 --prompt-words 8:24
+bench sixteen -c 16 -n 32 --output-tokens 48:48 --prompt-words 8:24
+# Every prompt opens with the same ~1000-token prefix; one client at a time,
+# so each request's TTFT is its own prefill.
+bench miss -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words" --no-prefix-cache
+bench hit -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words"
+
+/usr/bin/python3 - "$out" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+r = {n: json.load(open(os.path.join(d, n + ".json"))) for n in ("single", "sixteen", "miss", "hit")}
+speedup = r["sixteen"]["output_tok_s"] / r["single"]["output_tok_s"]
+ttft = r["miss"]["ttft_ms"]["p50"] / r["hit"]["ttft_ms"]["p50"]
+print(f"decode: 1 stream {r['single']['output_tok_s']:.1f} tok/s, 16 streams {r['sixteen']['output_tok_s']:.1f} tok/s: {speedup:.2f}x")
+print(f"KV utilization under 16 streams: {100 * r['sixteen']['kv_utilization']:.1f}%")
+print(f"TTFT with the shared prefix: miss {r['miss']['ttft_ms']['p50']:.0f} ms, hit {r['hit']['ttft_ms']['p50']:.0f} ms: {ttft:.1f}x")
+print(json.dumps({"single": r["single"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"],
+                  "throughput_ratio": speedup, "ttft_ratio": ttft}))
+PY
