@@ -55,7 +55,42 @@ void BM_VecDot(benchmark::State& state, DType t, CpuLevel level) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
 }
 
+// vec_dot over `copies` matrices side by side, row after row as a decode
+// range does: 0 = the first 256 rows (L2), 1 = one matrix (L3), 8 = 8 matrices
+// (52 MB of Q4_0, streamed from DRAM).
+void BM_VecDotStream(benchmark::State& state, DType t, CpuLevel level, int copies) {
+  const TypeKernels* tk = quant_type_kernels(t, level);
+  std::vector<uint8_t> w;
+  for (int c = 0; c < (copies ? copies : 1); ++c) {
+    const std::vector<uint8_t> one = random_matrix(t);
+    w.insert(w.end(), one.begin(), one.end());
+  }
+  const size_t row = *row_bytes(t, kCols);
+  const int64_t rows = copies ? kRows * copies : 256;
+  std::vector<float> xf(kCols);
+  std::mt19937 gen(2);
+  std::normal_distribution<float> nd;
+  for (auto& v : xf) v = nd(gen);
+  std::vector<uint8_t> xq(*row_bytes(tk->vec_dot_type, kCols));
+  tk->from_float(xf.data(), xq.data(), kCols);
+  std::vector<float> y(rows);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) y[r] = tk->vec_dot(kCols, w.data() + r * row, xq.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * static_cast<int64_t>(row));
+}
+
 const bool registered = [] {
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    for (CpuLevel l : {CpuLevel::kAvx2, CpuLevel::kAvx512})
+      if (l <= cpu_features().best_level())
+        for (int copies : {0, 1, 8})
+          benchmark::RegisterBenchmark(("vec_dot_stream/" + std::string(dtype_name(t)) + "/" +
+                                        std::string(cpu_level_name(l)) + "/x" + std::to_string(copies))
+                                           .c_str(),
+                                       BM_VecDotStream, t, l, copies)
+              ->Unit(benchmark::kMillisecond);
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
     for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512})
       if (l <= cpu_features().best_level())

@@ -24,6 +24,7 @@ struct BenchOptions {
   int32_t reps = 3;
   std::string threads_list = "0";
   bool json = false;
+  bool no_mmap = false;
   bool roofline = false;
   std::string kv_type = "f32";
 };
@@ -122,7 +123,7 @@ int run(const BenchOptions& o) {
       std::printf("| (machine) | - | %d | roofline | - | read %.1f GB/s, FMA %.0f GFLOP/s, int8 %.0f GOP/s | | | |\n",
                   pool.size(), roof.read_gb_s, roof.fma_gflop_s, roof.int8_gop_s);
     for (const std::string& path : o.models) {
-      auto loaded = Model::load(path);
+      auto loaded = Model::load(path, load_mode(o.no_mmap));
       if (!loaded) return fail(loaded.error());
       Model& m = **loaded;
       auto kv_type = kv_type_option(o.kv_type, m.kv_shape());
@@ -187,6 +188,7 @@ const bool registered = register_command(
                    "Measure this machine's bandwidth and peaks; report each phase against them");
       add_kv_type_option(app, o->kv_type);
       app.add_flag("--json", o->json, "Print JSON instead of a table");
+      add_no_mmap_option(app, o->no_mmap);
       return [o] { return run(*o); };
     });
 

@@ -27,6 +27,7 @@ struct RunOptions {
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
+  bool no_mmap = false;
   SpecOptions spec;
   WindowOptions window;
 };
@@ -98,7 +99,7 @@ int run(RunOptions o) {
   if (o.n_predict < 0) return fail(err("-n must be >= 0"));
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
-  auto model = Model::load(o.model);
+  auto model = Model::load(o.model, load_mode(o.no_mmap));
   if (!model) return fail(model.error());
   const Tokenizer& tok = (*model)->tokenizer();
   auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
@@ -174,6 +175,7 @@ const bool registered = register_command(
       app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
       app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
       add_kv_type_option(app, o->kv_type);
+      add_no_mmap_option(app, o->no_mmap);
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");

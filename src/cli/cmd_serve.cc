@@ -30,6 +30,7 @@ struct ServeOptions {
   std::string kv_type = "f32";
   int read_timeout = 10;
   bool no_prefix_cache = false;
+  bool no_mmap = false;
   SpecOptions spec;
   WindowOptions window;
 };
@@ -47,7 +48,7 @@ int serve(const ServeOptions& o) {
   if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
   if (o.kv_mem_mib < 0) return fail(err("--kv-mem must be >= 0"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
-  auto model = Model::load(o.model);
+  auto model = Model::load(o.model, load_mode(o.no_mmap));
   if (!model) return fail(model.error());
   auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
   if (!kv_type) return fail(kv_type.error());
@@ -121,6 +122,7 @@ const bool registered = register_command(
       add_kv_type_option(app, o->kv_type);
       app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
           ->capture_default_str();
+      add_no_mmap_option(app, o->no_mmap);
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
       add_spec_options(app, &o->spec);
       add_window_options(app, &o->window);

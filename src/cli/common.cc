@@ -54,6 +54,11 @@ Result<std::vector<int32_t>> parse_token_ids(const std::string& text) {
   return ids;
 }
 
+void add_no_mmap_option(CLI::App& app, bool& no_mmap) {
+  app.add_flag("--no-mmap", no_mmap,
+               "Read the model into memory (transparent huge pages) instead of mapping it");
+}
+
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());

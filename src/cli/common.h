@@ -25,6 +25,11 @@ Result<KvType> kv_type_option(const std::string& name, const KvShape& shape);
 // Adds --kv-type to a subcommand, stored in `name` (default f32).
 void add_kv_type_option(CLI::App& app, std::string& name);
 
+// Adds --no-mmap to a subcommand: read the model into huge-page memory
+// instead of mapping it (faster decode of large float models, slower start).
+void add_no_mmap_option(CLI::App& app, bool& no_mmap);
+inline LoadMode load_mode(bool no_mmap) { return no_mmap ? LoadMode::kRead : LoadMode::kMap; }
+
 // Percentile (0..100) of values, by linear interpolation; 0 for none.
 double percentile(std::vector<double> values, double p);
 

@@ -11,7 +11,43 @@
 
 namespace duet {
 
-Result<MappedFile> MappedFile::open(const std::string& path) {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Reads `size` bytes of fd into fresh anonymous memory advised as huge pages;
+// the mapping is read-only once filled. *mapped gets the bytes to munmap.
+Result<const uint8_t*> read_into_memory(int fd, const std::string& path, size_t size, size_t* mapped) {
+  const size_t len = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return err(path, ": cannot allocate ", size, " bytes: ", std::strerror(errno));
+  // Advice only: without transparent huge pages this is a plain copy.
+  (void)madvise(p, len, MADV_HUGEPAGE);
+  auto* dst = static_cast<uint8_t*>(p);
+  for (size_t done = 0; done < size;) {
+    const size_t chunk = size - done < (size_t{1} << 30) ? size - done : size_t{1} << 30;
+    const ssize_t n = pread(fd, dst + done, chunk, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : 0;
+      munmap(p, len);
+      if (e) return err(path, ": cannot read: ", std::strerror(e));
+      return err(path, ": file shrank while reading (", done, " of ", size, " bytes)");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (mprotect(p, len, PROT_READ) != 0) {
+    const int e = errno;
+    munmap(p, len);
+    return err(path, ": cannot protect: ", std::strerror(e));
+  }
+  *mapped = len;
+  return static_cast<const uint8_t*>(p);
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::open(const std::string& path, LoadMode mode) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return err(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
@@ -27,6 +63,13 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   MappedFile f;
   f.path_ = path;
   f.size_ = static_cast<size_t>(st.st_size);
+  if (f.size_ > 0 && mode == LoadMode::kRead) {
+    Result<const uint8_t*> data = read_into_memory(fd, path, f.size_, &f.mapped_);
+    ::close(fd);
+    if (!data.ok()) return data.error();
+    f.data_ = *data;
+    return f;
+  }
   if (f.size_ > 0) {
     void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -35,6 +78,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
       return err(path, ": cannot mmap: ", std::strerror(e));
     }
     f.data_ = static_cast<const uint8_t*>(p);
+    f.mapped_ = f.size_;
   }
   ::close(fd);
   return f;
@@ -42,20 +86,24 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      path_(std::move(o.path_)) {}
+      mapped_(std::exchange(o.mapped_, 0)), path_(std::move(o.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+    release();
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    mapped_ = std::exchange(o.mapped_, 0);
     path_ = std::move(o.path_);
   }
   return *this;
 }
 
-MappedFile::~MappedFile() {
-  if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+void MappedFile::release() {
+  if (data_) munmap(const_cast<uint8_t*>(data_), mapped_);
+  data_ = nullptr;
 }
+
+MappedFile::~MappedFile() { release(); }
 
 }  // namespace duet

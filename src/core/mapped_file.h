@@ -1,4 +1,10 @@
-// A read-only memory map of a whole file. Weights are used in place from it.
+// A whole file in read-only memory. Weights are used in place from it.
+// LoadMode::kMap (the default) maps the file: no copy, pages shared with the
+// page cache and with other processes, but 4 KiB pages, so a decode step that
+// streams gigabytes of weights takes a TLB miss every 4 KiB.
+// LoadMode::kRead (--no-mmap) reads the file into anonymous memory advised
+// as transparent huge pages (2 MiB): a copy and a slower start, but fewer TLB
+// misses while streaming (docs/performance.md, "Decode kernels").
 #pragma once
 
 #include <cstddef>
@@ -9,9 +15,11 @@
 
 namespace duet {
 
+enum class LoadMode { kMap, kRead };
+
 class MappedFile {
  public:
-  static Result<MappedFile> open(const std::string& path);
+  static Result<MappedFile> open(const std::string& path, LoadMode mode = LoadMode::kMap);
 
   MappedFile() = default;
   MappedFile(MappedFile&& o) noexcept;
@@ -25,8 +33,11 @@ class MappedFile {
   const std::string& path() const { return path_; }
 
  private:
+  void release();
+
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes to munmap (size_ rounded up for kRead)
   std::string path_;
 };
 

@@ -440,8 +440,8 @@ class GgufReader {
   std::vector<Placement> placements_;
 };
 
-Result<GgufFile> GgufFile::open(const std::string& path) {
-  DUET_ASSIGN(MappedFile mapped, MappedFile::open(path));
+Result<GgufFile> GgufFile::open(const std::string& path, LoadMode mode) {
+  DUET_ASSIGN(MappedFile mapped, MappedFile::open(path, mode));
   GgufFile f;
   f.file_ = std::move(mapped);
   f.path_ = path;

@@ -62,7 +62,8 @@ struct GgufValue {
 
 class GgufFile {
  public:
-  static Result<GgufFile> open(const std::string& path);
+  // kRead copies the file into (huge-page) memory instead of mapping it.
+  static Result<GgufFile> open(const std::string& path, LoadMode mode = LoadMode::kMap);
   // Metadata and tensor views whose bytes live elsewhere (a Hugging Face
   // folder's mapped safetensors, rows an import rearranged): the same
   // interface as a file, so models and tokenizers load from either. `backing`

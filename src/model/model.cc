@@ -11,16 +11,16 @@ namespace {
 
 // A folder is a Hugging Face checkpoint (formats/hf_import.h), served as
 // GGUF without writing a file.
-Result<GgufFile> open_model_file(const std::string& path) {
-  if (!std::filesystem::is_directory(path)) return GgufFile::open(path);
+Result<GgufFile> open_model_file(const std::string& path, LoadMode mode) {
+  if (!std::filesystem::is_directory(path)) return GgufFile::open(path, mode);
   DUET_ASSIGN(std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(path));
   return hf_as_gguf(std::move(ck));
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
-  DUET_ASSIGN(GgufFile file, open_model_file(path));
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, LoadMode mode) {
+  DUET_ASSIGN(GgufFile file, open_model_file(path, mode));
   DUET_ASSIGN(ModelConfig config, read_model_config(file));
   DUET_ASSIGN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(file));
   // Embedding tables may be padded past the vocabulary, never shorter.

@@ -20,7 +20,9 @@ namespace duet {
 class Model {
  public:
   // Opens a GGUF file, validates config and every weight's shape and dtype.
-  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  // `mode` chooses mapping or reading the file (core/mapped_file.h); a
+  // Hugging Face folder is always mapped.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, LoadMode mode = LoadMode::kMap);
   virtual ~Model() = default;
 
   const ModelConfig& config() const { return config_; }

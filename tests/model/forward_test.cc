@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "formats/gguf.h"
 #include "model/model.h"
@@ -19,8 +20,8 @@ struct Runner {
   std::unique_ptr<Model> model;
   ThreadPool pool{2};
 
-  Runner() {
-    auto m = Model::load(stories_path());
+  explicit Runner(LoadMode mode = LoadMode::kMap) {
+    auto m = Model::load(stories_path(), mode);
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
     if (m.ok()) model = std::move(*m);
   }
@@ -90,6 +91,16 @@ TEST(Forward, DecodeStepByStepEqualsPrefill) {
                                       prefill.begin() + static_cast<std::ptrdiff_t>((i + 1) * r.vocab()));
     EXPECT_LT(max_abs_diff(logits, expected), 1e-4f) << "position " << i;
   }
+}
+
+TEST(Forward, ReadIntoMemoryEqualsMapped) {
+  // --no-mmap: the same bytes in other memory, so the same logits bit for bit.
+  Runner mapped, read(LoadMode::kRead);
+  ASSERT_TRUE(mapped.model && read.model);
+  const auto a = mapped.batched({kPromptA})[0];
+  const auto b = read.batched({kPromptA})[0];
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
 TEST(Forward, OutOfRangeTokenIsAnError) {
