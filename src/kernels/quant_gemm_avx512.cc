@@ -25,6 +25,8 @@ namespace {
 
 constexpr int kRows = 4;  // 4 x 4 accumulators, 4 activation pairs, their
 constexpr int kToks = 4;  // offsets and scales: 28 of the 32 zmm registers
+// Up to this many tokens a call streams rows one at a time (see dot_block).
+constexpr int64_t kStreamToks = 16;
 
 inline float f16_at(const void* p) {
   uint16_t h;
@@ -110,6 +112,9 @@ template <class W, int R, int T>
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const auto* wb = reinterpret_cast<const typename W::Block*>(w + r * ws) + b;
+    // Several tokens per weight leave the out-of-order window too few weight
+    // loads in flight to cover DRAM latency: fetch 2 KiB ahead explicitly.
+    if constexpr (R == 1 && T > 1) _mm_prefetch(reinterpret_cast<const char*>(wb) + 2048, _MM_HINT_T0);
     const __m512i wq = W::load(wb, pair ? wb + 1 : nullptr);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -184,11 +189,18 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
                size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   static constexpr auto fns = all_fns<W>(std::make_integer_sequence<int, kRows>());
   const int64_t nb = k / kQK32;
-  if (n_tok == 1) {
-    // Decode: a row at a time keeps the weights one linear stream, which
-    // this machine's prefetchers follow far better than 4 rows at once
-    // (measured 2.4x); the accumulation per (row, token) is unchanged.
-    for (int64_t r = 0; r < n_rows; ++r) micro<W, 1, 1>(nb, w + r * w_stride, w_stride, x, x_stride, y + r, y_stride);
+  if (n_tok <= kStreamToks) {
+    // Decode, speculative verification and small batches are bound by
+    // memory: a row at a time (all tokens, 4 at a time, while it sits in
+    // L1) keeps the weights one linear stream, which this machine's
+    // prefetchers follow far better than 4 rows at once (2.4x at one
+    // token). The accumulation per (row, token) is the same either way.
+    static constexpr std::array<MicroFn, kToks> one_row = row_fns<W, 1>(std::make_integer_sequence<int, kToks>());
+    for (int64_t r = 0; r < n_rows; ++r)
+      for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
+        const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
+        one_row[nt - 1](nb, w + r * w_stride, w_stride, x + t0 * x_stride, x_stride, y + t0 * y_stride + r, y_stride);
+      }
     return;
   }
   for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
