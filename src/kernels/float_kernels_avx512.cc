@@ -28,7 +28,7 @@ constexpr int kMaxToks = 4;
 // weight rows stream past them.
 constexpr int64_t kChunk = 1024;
 // Up to this many tokens dot_block streams rows one at a time.
-constexpr int64_t kStreamToks = 16;
+constexpr int64_t kStreamToks = 8;
 
 // Each loads 16 weights at p as floats, or under mask m with zeros elsewhere.
 struct F32Row {

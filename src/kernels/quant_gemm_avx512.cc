@@ -26,7 +26,7 @@ namespace {
 constexpr int kRows = 4;  // 4 x 4 accumulators, 4 activation pairs, their
 constexpr int kToks = 4;  // offsets and scales: 28 of the 32 zmm registers
 // Up to this many tokens a call streams rows one at a time (see dot_block).
-constexpr int64_t kStreamToks = 16;
+constexpr int64_t kStreamToks = 8;
 
 inline float f16_at(const void* p) {
   uint16_t h;
