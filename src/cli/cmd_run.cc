@@ -7,7 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "cli/spec_options.h"
+#include "cli/engine_options.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 

@@ -7,7 +7,7 @@
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
-#include "cli/spec_options.h"
+#include "cli/engine_options.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 

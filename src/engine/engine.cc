@@ -120,7 +120,7 @@ Status Engine::enable_speculation(const SpecConfig& spec) {
   return {};
 }
 
-bool Engine::emit(Sequence* seq, int32_t token, const float* raw_logits) {
+void Engine::emit(Sequence* seq, int32_t token, const float* raw_logits) {
   const double t = seq->seconds_since_submit();
   if (seq->timings.first_token < 0) {
     seq->timings.first_token = t;
@@ -162,12 +162,8 @@ bool Engine::emit(Sequence* seq, int32_t token, const float* raw_logits) {
 
   const int64_t id = seq->id;
   if (seq->on_token) seq->on_token(ev);
-  if (!sequences_.count(id)) return false;  // the callback cancelled it
-  if (reason != FinishReason::kNone) {
-    finish(seq, reason);
-    return false;
-  }
-  return true;
+  if (!sequences_.count(id)) return;  // the callback cancelled it
+  if (reason != FinishReason::kNone) finish(seq, reason);
 }
 
 Result<std::vector<Sequence*>> Engine::propose_drafts() {
@@ -312,14 +308,10 @@ Status Engine::step() {
 
   // Choose every sequence's new tokens first, then report them: callbacks
   // may end sequences, and the prefix cache must see the final tokens.
-  struct Emit {
-    size_t entry;
-    int32_t token;
-    int64_t raw;  // offset of its raw logits in raw_rows_, or -1
-  };
-  std::vector<Emit> emits;
+  std::vector<Emit>& emits = emits_;
+  emits.clear();
   raw_rows_.clear();
-  std::vector<int32_t> out;
+  std::vector<int32_t>& out = new_tokens_;
   for (size_t e = 0; e < sampled_.size(); ++e) {
     Sequence* seq = sampled_[e].seq;
     float* row = logits_.data() + sampled_[e].row * n_vocab;
@@ -342,14 +334,11 @@ Status Engine::step() {
       cache_full_blocks(cache_.pool(), c.seq->tokens, c.seq->n_computed, c.seq->table,
                         c.seq->block_hashes);
 
-  std::vector<uint8_t> gone(sampled_.size(), 0);
   for (const Emit& em : emits) {
-    if (gone[em.entry] || !sequences_.count(sampled_[em.entry].id)) {
-      gone[em.entry] = 1;
-      continue;
-    }
-    if (!emit(sampled_[em.entry].seq, em.token, em.raw >= 0 ? raw_rows_.data() + em.raw : nullptr))
-      gone[em.entry] = 1;
+    const Sampled& entry = sampled_[em.entry];
+    // A callback may have ended this sequence (or another): skip what it had left.
+    if (!sequences_.count(entry.id)) continue;
+    emit(entry.seq, em.token, em.raw >= 0 ? raw_rows_.data() + em.raw : nullptr);
   }
   rate_.add(seconds_since_start(), static_cast<int64_t>(emits.size()));
   return {};

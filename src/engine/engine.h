@@ -73,8 +73,8 @@ class Engine {
  private:
   void finish(Sequence* seq, FinishReason reason, const std::string& error = {});
   // Reports a token already at the end of seq->tokens; finishes the
-  // sequence when it ends it. False when the sequence is gone afterwards.
-  bool emit(Sequence* seq, int32_t token, const float* raw_logits);
+  // sequence when it ends it.
+  void emit(Sequence* seq, int32_t token, const float* raw_logits);
   Result<std::vector<Sequence*>> propose_drafts();
   // Frees the blocks a KV window (or the model's sliding window) has left.
   void slide_window(Sequence* seq);
@@ -102,6 +102,14 @@ class Engine {
     int32_t n_rows;
   };
   std::vector<Sampled> sampled_;
+  // A token chosen this step, reported after every sequence has chosen.
+  struct Emit {
+    size_t entry;  // into sampled_
+    int32_t token;
+    int64_t raw;   // offset of its raw logits in raw_rows_, or -1
+  };
+  std::vector<Emit> emits_;
+  std::vector<int32_t> new_tokens_;  // one sequence's tokens this step
   std::unique_ptr<Drafter> drafter_;
   SpecConfig spec_;
   std::vector<float> logits_;   // [rows wanting logits][n_vocab]

@@ -117,10 +117,12 @@ template <class W>
 void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
                int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   using Table = MicroTable<W, std::make_integer_sequence<int, kMaxRows * kMaxToks>>;
-  const auto run = [&](int64_t c0, int64_t t0, int64_t r0) {
+  // The micro call for chunk c0, tokens from t0 and rows from r0, at most
+  // max_rows of them.
+  const auto run = [&](int64_t c0, int64_t t0, int64_t r0, int64_t max_rows) {
     const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
     const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
-    const int64_t nr = n_rows - r0 < kMaxRows ? n_rows - r0 : kMaxRows;
+    const int64_t nr = n_rows - r0 < max_rows ? n_rows - r0 : max_rows;
     Table::fns[(nr - 1) * kMaxToks + (nt - 1)](n, w + r0 * w_stride + c0 * W::kBytes, w_stride,
                                                x + t0 * x_stride + c0, x_stride,
                                                y + t0 * y_stride + r0, y_stride, c0 > 0);
@@ -131,19 +133,13 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
     // weights one linear stream (~10% faster at one token than 4
     // interleaved rows, more at 4-8 tokens). Sums keep their order.
     for (int64_t r = 0; r < n_rows; ++r)
-      for (int64_t c0 = 0; c0 < k; c0 += kChunk) {
-        const int64_t n = k - c0 < kChunk ? k - c0 : kChunk;
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) {
-          const int64_t nt = n_tok - t0 < kMaxToks ? n_tok - t0 : kMaxToks;
-          Table::fns[nt - 1](n, w + r * w_stride + c0 * W::kBytes, w_stride, x + t0 * x_stride + c0, x_stride,
-                             y + t0 * y_stride + r, y_stride, c0 > 0);
-        }
-      }
+      for (int64_t c0 = 0; c0 < k; c0 += kChunk)
+        for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks) run(c0, t0, r, 1);
     return;
   }
   for (int64_t c0 = 0; c0 < k; c0 += kChunk)
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxToks)
-      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) run(c0, t0, r0);
+      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) run(c0, t0, r0, kMaxRows);
 }
 
 template <class W>

@@ -8,20 +8,16 @@
 #include <cstring>
 
 #include "kernels/kv_kernels.h"
+#include "kernels/quant_simd.h"
 
-// No core/half.h here: an inline function with external linkage built with
-// AVX2 flags could be chosen by the linker for baseline callers too.
 namespace duet {
 namespace {
 
-inline float f16(uint16_t h) { return _cvtsh_ss(h); }
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// quant_simd's copies are file-local: an inline function with external
+// linkage built with AVX2 flags could be chosen by the linker for baseline
+// callers too.
+using quant_simd::f16;
+using quant_simd::hsum;
 
 // Each loads 8 elements of a row at element offset i as floats, and reads one
 // element for the tail.

@@ -9,11 +9,11 @@
 #include <immintrin.h>
 
 #include <array>
-#include <cstring>
 #include <utility>
 
 #include "core/quant_blocks.h"
 #include "kernels/quant_gemm.h"
+#include "kernels/quant_simd.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
 // which -Wall reports at every inlined use; nothing here reads such a value.
@@ -23,16 +23,18 @@
 namespace duet {
 namespace {
 
+using quant_simd::f16;
+
+// The f16 scales of 8 consecutive blocks as floats in lanes 0-7.
+template <class Block>
+inline __m512 scales8(const Block* first) {
+  return _mm512_castps256_ps512(quant_simd::scales8<Block>(&first->d));
+}
+
 constexpr int kRows = 4;  // 4 x 4 accumulators, 4 activation pairs, their
 constexpr int kToks = 4;  // offsets and scales: 28 of the 32 zmm registers
 // Up to this many tokens a call streams rows one at a time (see dot_block).
 constexpr int64_t kStreamToks = 8;
-
-inline float f16_at(const void* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 
 // Lanes 0-7 = a, lanes 8-15 = b.
 inline __m512 two_scales(float a, float b) {
@@ -75,19 +77,6 @@ struct Q4Weights {
     return _mm512_and_si512(_mm512_srlv_epi16(twice, shifts), _mm512_set1_epi8(0x0F));
   }
 };
-
-// The f16 scales of 8 consecutive blocks as floats in lanes 0-7.
-template <class Block>
-inline __m512 scales8(const Block* first) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&first->d);
-  auto at = [&](int i) {
-    uint16_t h;
-    std::memcpy(&h, p + i * sizeof(Block), 2);
-    return static_cast<short>(h);
-  };
-  return _mm512_castps256_ps512(
-      _mm256_cvtph_ps(_mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7))));
-}
 
 // Lane indices putting lane i in lanes 0-7 and lane i + 1 in lanes 8-15.
 inline __m512i pair_lanes(int i) {
@@ -157,12 +146,12 @@ void micro(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* x, size_t xs,
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const auto* wb = reinterpret_cast<const WB*>(w + r * ws) + b;
-      dw[r] = two_scales(f16_at(&wb[0].d), pair ? f16_at(&wb[1].d) : 0.0f);
+      dw[r] = two_scales(f16(wb[0].d), pair ? f16(wb[1].d) : 0.0f);
     }
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + t * xs) + b;
-      dx[t] = two_scales(f16_at(&xb[0].d), pair ? f16_at(&xb[1].d) : 0.0f);
+      dx[t] = two_scales(f16(xb[0].d), pair ? f16(xb[1].d) : 0.0f);
     }
     pair_step<W, R, T>(acc, b, pair, w, ws, x, xs, dw, dx);
   }

@@ -225,7 +225,9 @@ TEST(SpeculativeEngine, GreedyOutputEqualsPlainDecodingOnStories) {
       EXPECT_EQ(generate(*target, spec, prompts, params, max_seqs, &m), plain)
           << name << " draft, max_seqs " << max_seqs;
       EXPECT_GT(m.spec_verify_passes, 0) << name;
-      if (std::string(name) == "self") EXPECT_EQ(m.spec_accepted_tokens, m.spec_draft_tokens);
+      if (std::string(name) == "self") {
+        EXPECT_EQ(m.spec_accepted_tokens, m.spec_draft_tokens);
+      }
     }
   }
 }

@@ -1,4 +1,4 @@
-#include "cli/spec_options.h"
+#include "cli/engine_options.h"
 
 namespace duet::cli {
 

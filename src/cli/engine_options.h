@@ -1,5 +1,6 @@
-// `--draft MODEL --draft-max K --lookup N`, shared by `duet run` and
-// `duet serve`: speculative decoding with a draft model or prompt lookup.
+// Engine options shared by `duet run` and `duet serve`: speculative decoding
+// (`--draft MODEL --draft-max K --lookup N`) and the KV window
+// (`--kv-window W --kv-sinks S`).
 #pragma once
 
 #include <CLI/CLI.hpp>
