@@ -11,6 +11,7 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 #include "kernels/quant.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/quant_kernels.h"
 
 namespace duet {
@@ -81,7 +82,49 @@ void BM_VecDotStream(benchmark::State& state, DType t, CpuLevel level, int copie
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * static_cast<int64_t>(row));
 }
 
+// The packed int8 GEMM (kernels/packed_gemm.h) on the same matrix, m tokens,
+// one thread, in tiles of 112 rows as matmul hands them out: integer ops
+// (2 per multiply-add) per second, to set against the int8 probe's peak.
+void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
+  const PackedKernels* pk = packed_kernels_at(t, CpuLevel::kAvx512);
+  const std::vector<uint8_t> file = random_matrix(t);
+  TensorView view;
+  view.dtype = t;
+  view.n_dims = 2;
+  view.ne = {kCols, kRows, 1, 1};
+  view.data = file.data();
+  view.nbytes = file.size();
+  std::vector<uint8_t> w(file.size());
+  pack_weights(view, w.data());
+  std::mt19937 gen(2);
+  std::normal_distribution<float> nd;
+  std::vector<float> xf(static_cast<size_t>(kCols * m));
+  for (auto& v : xf) v = nd(gen);
+  const size_t xs = packed_act_row_bytes(kCols);
+  std::vector<uint8_t> xq(xs * static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) quantize_packed_act(xf.data() + i * kCols, xq.data() + i * xs, kCols, pk->offset);
+  std::vector<float> y(static_cast<size_t>(kRows * m));
+  constexpr int64_t kTile = 112;
+  const size_t group_bytes = file.size() / (kRows / kPackRows);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; r += kTile) {
+      const int64_t n = kRows - r < kTile ? kRows - r : kTile;
+      pk->gemm(kCols, w.data() + r / kPackRows * group_bytes, n / kPackRows, xq.data(), xs, m, y.data() + r, kRows);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * kRows * kCols * static_cast<double>(m) * state.iterations() / 1e9,
+                                               benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+}
+
 const bool registered = [] {
+  for (DType t : {DType::Q8_0, DType::Q4_0})
+    if (packed_kernels_at(t, CpuLevel::kAvx512) && cpu_features().best_level() >= CpuLevel::kAvx512)
+      for (int64_t m : {1, 8, 64, 512})
+        benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) + "/m" + std::to_string(m)).c_str(),
+                                     BM_PackedGemm, t, m)
+            ->Unit(benchmark::kMillisecond);
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (CpuLevel l : {CpuLevel::kAvx2, CpuLevel::kAvx512})
       if (l <= cpu_features().best_level())

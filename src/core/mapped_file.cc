@@ -1,5 +1,7 @@
 #include "core/mapped_file.h"
 
+#include "core/huge_buffer.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,36 +15,24 @@ namespace duet {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Reads `size` bytes of fd into fresh anonymous memory advised as huge pages;
-// the mapping is read-only once filled. *mapped gets the bytes to munmap.
+// Reads `size` bytes of fd into a fresh huge-page buffer; the mapping is
+// read-only once filled. *mapped gets the bytes to munmap.
 Result<const uint8_t*> read_into_memory(int fd, const std::string& path, size_t size, size_t* mapped) {
-  const size_t len = (size + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return err(path, ": cannot allocate ", size, " bytes: ", std::strerror(errno));
-  // Advice only: without transparent huge pages this is a plain copy.
-  (void)madvise(p, len, MADV_HUGEPAGE);
-  auto* dst = static_cast<uint8_t*>(p);
+  DUET_ASSIGN(HugeBuffer buf, HugeBuffer::allocate(size, path));
+  uint8_t* dst = buf.data();
   for (size_t done = 0; done < size;) {
     const size_t chunk = size - done < (size_t{1} << 30) ? size - done : size_t{1} << 30;
     const ssize_t n = pread(fd, dst + done, chunk, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int e = n < 0 ? errno : 0;
-      munmap(p, len);
-      if (e) return err(path, ": cannot read: ", std::strerror(e));
+      if (n < 0) return err(path, ": cannot read: ", std::strerror(errno));
       return err(path, ": file shrank while reading (", done, " of ", size, " bytes)");
     }
     done += static_cast<size_t>(n);
   }
-  if (mprotect(p, len, PROT_READ) != 0) {
-    const int e = errno;
-    munmap(p, len);
-    return err(path, ": cannot protect: ", std::strerror(e));
-  }
-  *mapped = len;
-  return static_cast<const uint8_t*>(p);
+  DUET_TRY(buf.seal());
+  *mapped = buf.mapped();
+  return static_cast<const uint8_t*>(buf.release());
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ struct TensorView {
   std::array<int64_t, 4> ne{1, 1, 1, 1};
   const void* data = nullptr;
   size_t nbytes = 0;
+  // Rows interleaved 16 at a time for the int8 kernels (kernels/packed_gemm.h):
+  // only matmul reads such a tensor; row() and row_stride() do not apply.
+  bool packed = false;
 
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }

@@ -30,7 +30,14 @@ struct PagedKv {
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, float scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
+// An f32 cache at the AVX-512 level with a head dim of 16-128 in whole
+// vectors takes attend_f32_avx512's vector kernel; f32 results then differ
+// between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out);
+
+// The AVX-512 f32 kernel; false (nothing written) for a head dim it lacks.
+bool attend_f32_avx512(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                       int32_t begin, int32_t end, float scale, float* out);
 
 }  // namespace duet

@@ -8,6 +8,7 @@
 
 #include "kernels/float_kernels.h"
 #include "kernels/ops.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/quant_gemm.h"
 #include "kernels/type_kernels.h"
 
@@ -58,9 +59,34 @@ size_t act_row_bytes(const TypeKernels& tk, int64_t k) {
   return b.ok() ? *b : 0;
 }
 
+// A packed weight (kernels/packed_gemm.h): activations in the kernel's own
+// form, then 16-row groups split across threads.
+void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, void* scratch,
+                   ThreadPool& pool) {
+  const int64_t k = w.ne[0], n_out = w.ne[1];
+  const PackedKernels* pk = packed_kernels(w.dtype);
+  if (!pk) no_kernels(w);
+  const size_t x_bytes = packed_act_row_bytes(k);
+  auto* xq = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
+  pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) quantize_packed_act(x + t * k, xq + t * x_bytes, k, pk->offset);
+  });
+  const size_t group_bytes = w.nbytes / static_cast<size_t>(n_out / kPackRows);
+  const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);
+  const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
+  pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t b = r0; b < r1; b += rows_per_tile) {
+      const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
+      pk->gemm(k, static_cast<const uint8_t*>(w.data) + b / kPackRows * group_bytes,
+               (e - b) / kPackRows, xq, x_bytes, m, y + b, n_out);
+    }
+  });
+}
+
 }  // namespace
 
 size_t activation_scratch_bytes(const TensorView& w, int64_t m) {
+  if (w.packed) return packed_act_row_bytes(w.ne[0]) * static_cast<size_t>(m);
   const TypeKernels* tk = type_kernels(w.dtype);
   return tk ? act_row_bytes(*tk, w.ne[0]) * static_cast<size_t>(m) : 0;
 }
@@ -73,6 +99,8 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
     for (int64_t i = 0; i < m * n_out; ++i) y[i] = 0.0f;
     return;
   }
+
+  if (w.packed) return matmul_packed(w, x, m, y, scratch, pool);
 
   if (const FloatKernels* fk = float_kernels(w.dtype)) {
     const size_t chunk_bytes =

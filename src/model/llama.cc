@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/type_kernels.h"
+#include "model/packed_weights.h"
 
 namespace duet {
 namespace {
@@ -60,6 +61,7 @@ class LlamaModel final : public Model {
 
   Status bind();
   Status bind_rope();
+  Status pack_matrices();
   size_t weight_bytes_per_pass() const override;
   double matmul_flops_per_token() const override;
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
@@ -83,6 +85,7 @@ class LlamaModel final : public Model {
   const TensorView* output_ = nullptr;       // [n_vocab rows][dim]; the embedding when tied
   std::vector<LayerWeights> layers_;
   std::vector<float> inv_freq_;              // [rope_dim/2]
+  PackedWeights packed_;
   Workspace ws_;
 };
 
@@ -135,7 +138,20 @@ Status LlamaModel::bind() {
     }
     layers_.push_back(w);
   }
+  DUET_TRY(pack_matrices());
   return bind_rope();
+}
+
+// After bind: every matrix the int8 kernels can take packed is swapped for
+// its packed copy. A tied head gets a copy of its own; embed() keeps reading
+// the embedding's rows in file layout.
+Status LlamaModel::pack_matrices() {
+  DUET_ASSIGN(output_, packed_.pack(*output_));
+  for (LayerWeights& w : layers_)
+    for (const TensorView** t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
+      DUET_ASSIGN(*t, packed_.pack(**t));
+    }
+  return {};
 }
 
 Status LlamaModel::bind_rope() {

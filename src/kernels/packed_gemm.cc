@@ -1,0 +1,116 @@
+#include "kernels/packed_gemm.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/half.h"
+#include "core/quant_blocks.h"
+#include "kernels/type_kernels.h"
+
+namespace duet {
+namespace {
+
+constexpr int64_t kScaleBytes = kPackRows * 2;
+
+// Bytes of one block of one 16-row group: the 16 scales and the quants.
+int64_t group_block_bytes(DType t) {
+  return kScaleBytes + kPackRows * (t == DType::Q8_0 ? kQK32 : kQK32 / 2);
+}
+
+bool env_disables_repack() {
+  const char* env = std::getenv("DUET_REPACK");
+  return env && std::strcmp(env, "0") == 0;
+}
+
+template <class Block>
+void pack_groups(const TensorView& w, uint8_t* out, bool q8) {
+  const int64_t nb = w.ne[0] / kQK32;
+  const int chunks = q8 ? 8 : 4;  // of 4 bytes of each row
+  for (int64_t g = 0; g < w.rows() / kPackRows; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < kPackRows; ++r) {
+        const Block& blk = reinterpret_cast<const Block*>(w.row(g * kPackRows + r))[b];
+        std::memcpy(out + 2 * r, &blk.d, 2);
+        for (int c = 0; c < chunks; ++c) {
+          uint8_t* dst = out + kScaleBytes + (c * kPackRows + r) * 4;
+          std::memcpy(dst, reinterpret_cast<const uint8_t*>(blk.qs) + 4 * c, 4);
+          if (q8)
+            for (int i = 0; i < 4; ++i) dst[i] ^= 0x80;  // signed -> unsigned + 128
+        }
+      }
+      out += kScaleBytes + kPackRows * chunks * 4;
+    }
+}
+
+// Unsigned weight element i (0..31) of row r of one packed block's quants.
+uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
+  if (t == DType::Q8_0) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
+  const int j = i % 16;  // byte j of the original qs: element j low, j + 16 high
+  const uint8_t byte = qs[(j / 4 * kPackRows + r) * 4 + j % 4];
+  return i < 16 ? byte & 0x0F : byte >> 4;
+}
+
+}  // namespace
+
+const PackedKernels* packed_kernels_at(DType t, CpuLevel level) {
+  return level == CpuLevel::kAvx512 ? packed_kernels_avx512(t) : nullptr;
+}
+
+const PackedKernels* packed_kernels(DType t) {
+  static const CpuLevel level = active_cpu_level();
+  static const bool disabled = env_disables_repack();
+  return disabled ? nullptr : packed_kernels_at(t, level);
+}
+
+bool packable(const TensorView& w) {
+  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] % kQK32 == 0 &&
+         w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
+}
+
+void pack_weights(const TensorView& w, uint8_t* out) {
+  if (w.dtype == DType::Q8_0)
+    pack_groups<BlockQ8_0>(w, out, true);
+  else
+    pack_groups<BlockQ4_0>(w, out, false);
+}
+
+size_t packed_act_row_bytes(int64_t k) { return static_cast<size_t>(k / kQK32) * sizeof(PackedActBlock); }
+
+void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset) {
+  // The active Q8_0 quantizer, block by block, so these activations are the
+  // ones the file-layout kernels see.
+  static const auto from_float = type_kernels(DType::Q8_0)->from_float;
+  auto* y = reinterpret_cast<PackedActBlock*>(out);
+  for (int64_t b = 0; b < k / kQK32; ++b) {
+    BlockQ8_0 q;
+    from_float(x + b * kQK32, &q, kQK32);
+    int32_t sum = 0;
+    for (int i = 0; i < kQK32; ++i) sum += q.qs[i];
+    y[b].d = f16_to_f32(q.d);
+    y[b].start = -offset * sum;
+    std::memcpy(y[b].qs, q.qs, kQK32);
+  }
+}
+
+void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
+                           size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t nb = k / kQK32, gb = group_block_bytes(t);
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t tok = 0; tok < n_tok; ++tok)
+      for (int r = 0; r < kPackRows; ++r) {
+        const auto* xb = reinterpret_cast<const PackedActBlock*>(x + tok * x_stride);
+        float acc = 0.0f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const uint8_t* blk = w + (g * nb + b) * gb;
+          uint16_t dh;
+          std::memcpy(&dh, blk + 2 * r, 2);
+          int32_t isum = xb[b].start;
+          for (int i = 0; i < kQK32; ++i) isum += packed_element(t, blk + kScaleBytes, r, i) * xb[b].qs[i];
+          acc = std::fma(static_cast<float>(isum), f16_to_f32(dh) * xb[b].d, acc);
+        }
+        y[tok * y_stride + g * kPackRows + r] = acc;
+      }
+}
+
+}  // namespace duet

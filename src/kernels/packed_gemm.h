@@ -1,0 +1,79 @@
+// Q8_0 and Q4_0 weights repacked at load time for the int8 dot units.
+//
+// In GGUF's layout a 32-element block of one row is one dot product: its
+// int32 sum needs a float scale-and-add of its own, and the lanes of a
+// vector hold parts of one row that must be summed across at the end. Four
+// float operations per vpdpbusd cap such a kernel at ~14 % of the int8 peak.
+// Here 16 rows are interleaved 4 bytes at a time, so one vector holds 4
+// elements of each of 16 rows and one vpdpbusd with 4 broadcast activation
+// bytes advances 16 row dots at once; a block then costs 8 vpdpbusd and 3
+// float operations per token, the output of 16 rows is one vector store, and
+// the matrix is one linear stream for decode.
+//
+// Layout, per group of 16 rows (groups in row order), per block b in order:
+//   16 x f16 d      the 16 rows' scales of block b (32 bytes)
+//   Q8_0: 8 chunks c, each 16 rows x 4 bytes: (q[r][4c + i] + 128) as u8
+//   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
+//         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
+// The same bytes as the file's, so weight_bytes_per_pass is unchanged.
+//
+// Activations go in PackedActBlock form: the Q8_0 quantization of x, its
+// scale as f32, and -offset * sum(q) so the weights' unsigned offset (128 or
+// Q4_0's 8) comes off by starting each block's int32 sum there.
+//
+// Every (row, token) dot is summed block by block in one float lane,
+// acc = fma(float(isum_b), d_w * d_x, acc), in the same order however many
+// tokens share the call: decode gets the bits it gets inside a batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace duet {
+
+inline constexpr int kPackRows = 16;
+
+struct PackedActBlock {
+  float d;
+  int32_t start;  // -offset * sum(qs)
+  int8_t qs[32];
+};
+
+// y[t * y_stride + r] for the n_groups * 16 rows starting at `w` (a group
+// boundary) and n_tok activation rows (x_stride bytes apart) of k elements.
+using PackedGemm = void (*)(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
+                            size_t x_stride, int64_t n_tok, float* y, int64_t y_stride);
+
+struct PackedKernels {
+  int offset;       // the weights' unsigned offset: 128 (Q8_0) or 8 (Q4_0)
+  PackedGemm gemm;
+};
+
+// The packed kernels of weight type `t` at `level` (nullptr: none, the
+// weight stays in file layout). The active level's are used unless the
+// environment sets DUET_REPACK=0.
+const PackedKernels* packed_kernels_at(DType t, CpuLevel level);
+const PackedKernels* packed_kernels(DType t);
+const PackedKernels* packed_kernels_avx512(DType t);
+
+// Whether `w` can be packed and computed packed here: a matrix of a type
+// with packed kernels, rows a multiple of 16.
+bool packable(const TensorView& w);
+
+// Writes w (file layout, packable) into `out` (w.nbytes bytes) packed.
+void pack_weights(const TensorView& w, uint8_t* out);
+
+// Bytes of one activation row of k elements; converts one row.
+size_t packed_act_row_bytes(int64_t k);
+void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset);
+
+// The scalar definition every packed kernel must equal bit for bit.
+void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups,
+                           const uint8_t* x, size_t x_stride, int64_t n_tok, float* y,
+                           int64_t y_stride);
+
+}  // namespace duet
