@@ -121,7 +121,7 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
 const bool registered = [] {
   for (DType t : {DType::Q8_0, DType::Q4_0})
     if (packed_kernels_at(t, CpuLevel::kAvx512) && cpu_features().best_level() >= CpuLevel::kAvx512)
-      for (int64_t m : {1, 8, 64, 512})
+      for (int64_t m : {1, 8, 16, 64, 512})
         benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) + "/m" + std::to_string(m)).c_str(),
                                      BM_PackedGemm, t, m)
             ->Unit(benchmark::kMillisecond);

@@ -24,10 +24,11 @@ bool env_disables_repack() {
 }
 
 template <class Block>
-void pack_groups(const TensorView& w, uint8_t* out, bool q8) {
+void pack_groups(const TensorView& w, uint8_t* out, bool q8, int64_t g0, int64_t g1) {
   const int64_t nb = w.ne[0] / kQK32;
   const int chunks = q8 ? 8 : 4;  // of 4 bytes of each row
-  for (int64_t g = 0; g < w.rows() / kPackRows; ++g)
+  out += g0 * nb * group_block_bytes(w.dtype);
+  for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < nb; ++b) {
       for (int r = 0; r < kPackRows; ++r) {
         const Block& blk = reinterpret_cast<const Block*>(w.row(g * kPackRows + r))[b];
@@ -68,12 +69,14 @@ bool packable(const TensorView& w) {
          w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
 }
 
-void pack_weights(const TensorView& w, uint8_t* out) {
+void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
   if (w.dtype == DType::Q8_0)
-    pack_groups<BlockQ8_0>(w, out, true);
+    pack_groups<BlockQ8_0>(w, out, true, group_begin, group_end);
   else
-    pack_groups<BlockQ4_0>(w, out, false);
+    pack_groups<BlockQ4_0>(w, out, false, group_begin, group_end);
 }
+
+void pack_weights(const TensorView& w, uint8_t* out) { pack_weights(w, out, 0, w.rows() / kPackRows); }
 
 size_t packed_act_row_bytes(int64_t k) { return static_cast<size_t>(k / kQK32) * sizeof(PackedActBlock); }
 

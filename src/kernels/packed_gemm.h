@@ -64,8 +64,10 @@ const PackedKernels* packed_kernels_avx512(DType t);
 // with packed kernels, rows a multiple of 16.
 bool packable(const TensorView& w);
 
-// Writes w (file layout, packable) into `out` (w.nbytes bytes) packed.
+// Writes w (file layout, packable) into `out` (w.nbytes bytes) packed:
+// all of it, or only the 16-row groups [group_begin, group_end).
 void pack_weights(const TensorView& w, uint8_t* out);
+void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
 // Bytes of one activation row of k elements; converts one row.
 size_t packed_act_row_bytes(int64_t k);

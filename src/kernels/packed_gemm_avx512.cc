@@ -117,7 +117,10 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t t = t0; t < t_end; t += kMaxToks) {
         const int64_t nt = t_end - t < kMaxToks ? t_end - t : kMaxToks;
-        tiled[nt - 1](nb, w + g * group_bytes, x + t * xs, xs, y + t * ys + g * kPackRows, ys);
+        // The first pass over a group brings it from memory: prefetch as
+        // decode does (a batch of 16 decoding sequences is bound by that).
+        const auto& fns = t == 0 ? streaming : tiled;
+        fns[nt - 1](nb, w + g * group_bytes, x + t * xs, xs, y + t * ys + g * kPackRows, ys);
       }
   }
 }

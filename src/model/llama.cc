@@ -146,12 +146,10 @@ Status LlamaModel::bind() {
 // its packed copy. A tied head gets a copy of its own; embed() keeps reading
 // the embedding's rows in file layout.
 Status LlamaModel::pack_matrices() {
-  DUET_ASSIGN(output_, packed_.pack(*output_));
+  std::vector<const TensorView**> slots{&output_};
   for (LayerWeights& w : layers_)
-    for (const TensorView** t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
-      DUET_ASSIGN(*t, packed_.pack(**t));
-    }
-  return {};
+    for (const TensorView** t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) slots.push_back(t);
+  return packed_.pack(slots);
 }
 
 Status LlamaModel::bind_rope() {

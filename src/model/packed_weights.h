@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/error.h"
@@ -15,8 +16,11 @@ namespace duet {
 
 class PackedWeights {
  public:
-  // A packed copy of `w` (owned here) when it can be packed, else &w.
-  Result<const TensorView*> pack(const TensorView& w);
+  // Repoints every slot whose tensor can be packed at a packed copy owned
+  // here (slots naming the same tensor share one copy). The copying is spread
+  // over the machine's cores: most of a load's time is the kernel handing
+  // out (zeroing) fresh pages, which threads do in parallel.
+  Status pack(std::span<const TensorView** const> slots);
   // Bytes held by packed copies.
   size_t bytes() const;
 
