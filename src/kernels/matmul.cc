@@ -66,11 +66,16 @@ void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, voi
   const int64_t k = w.ne[0], n_out = w.ne[1];
   const PackedKernels* pk = packed_kernels(w.dtype);
   if (!pk) no_kernels(w);
-  const size_t x_bytes = packed_act_row_bytes(k);
-  auto* xq = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
-  pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) quantize_packed_act(x + t * k, xq + t * x_bytes, k, pk->offset);
-  });
+  const uint8_t* xs = reinterpret_cast<const uint8_t*>(x);
+  size_t x_bytes = static_cast<size_t>(k) * sizeof(float);
+  if (pk->offset != kFloatActs) {
+    x_bytes = packed_act_row_bytes(k);
+    auto* xq = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
+    pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) quantize_packed_act(x + t * k, xq + t * x_bytes, k, pk->offset);
+    });
+    xs = xq;
+  }
   const size_t group_bytes = w.nbytes / static_cast<size_t>(n_out / kPackRows);
   const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);
   const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
@@ -78,7 +83,7 @@ void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, voi
     for (int64_t b = r0; b < r1; b += rows_per_tile) {
       const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
       pk->gemm(k, static_cast<const uint8_t*>(w.data) + b / kPackRows * group_bytes,
-               (e - b) / kPackRows, xq, x_bytes, m, y + b, n_out);
+               (e - b) / kPackRows, xs, x_bytes, m, y + b, n_out);
     }
   });
 }
@@ -86,7 +91,10 @@ void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, voi
 }  // namespace
 
 size_t activation_scratch_bytes(const TensorView& w, int64_t m) {
-  if (w.packed) return packed_act_row_bytes(w.ne[0]) * static_cast<size_t>(m);
+  if (w.packed) {
+    const PackedKernels* pk = packed_kernels(w.dtype);
+    return pk && pk->offset != kFloatActs ? packed_act_row_bytes(w.ne[0]) * static_cast<size_t>(m) : 0;
+  }
   const TypeKernels* tk = type_kernels(w.dtype);
   return tk ? act_row_bytes(*tk, w.ne[0]) * static_cast<size_t>(m) : 0;
 }

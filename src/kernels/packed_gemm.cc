@@ -13,6 +13,8 @@ namespace {
 
 constexpr int64_t kScaleBytes = kPackRows * 2;
 
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
 // Bytes of one block of one 16-row group: the 16 scales and the quants.
 int64_t group_block_bytes(DType t) {
   return kScaleBytes + kPackRows * (t == DType::Q8_0 ? kQK32 : kQK32 / 2);
@@ -44,6 +46,43 @@ void pack_groups(const TensorView& w, uint8_t* out, bool q8, int64_t g0, int64_t
     }
 }
 
+void pack_float_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
+  const size_t elem = w.dtype == DType::F32 ? 4 : 2;
+  const int64_t k = w.ne[0];
+  out += static_cast<size_t>(g0 * k * kPackRows) * elem;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int r = 0; r < kPackRows; ++r) {
+      const uint8_t* src = w.row(g * kPackRows + r);
+      uint8_t* dst = out + (g - g0) * k * kPackRows * static_cast<int64_t>(elem) + r * static_cast<int64_t>(elem);
+      for (int64_t i = 0; i < k; ++i) std::memcpy(dst + i * kPackRows * static_cast<int64_t>(elem), src + i * elem, elem);
+    }
+}
+
+float float_element(DType t, const uint8_t* p) {
+  if (t == DType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
+                     int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t elem = t == DType::F32 ? 4 : 2;
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t tok = 0; tok < n_tok; ++tok)
+      for (int r = 0; r < kPackRows; ++r) {
+        const auto* xt = reinterpret_cast<const float*>(x + tok * x_stride);
+        float acc = 0.0f;
+        for (int64_t i = 0; i < k; ++i)
+          acc = std::fma(float_element(t, w + ((g * k + i) * kPackRows + r) * elem), xt[i], acc);
+        y[tok * y_stride + g * kPackRows + r] = acc;
+      }
+}
+
 // Unsigned weight element i (0..31) of row r of one packed block's quants.
 uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
   if (t == DType::Q8_0) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
@@ -65,11 +104,12 @@ const PackedKernels* packed_kernels(DType t) {
 }
 
 bool packable(const TensorView& w) {
-  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] % kQK32 == 0 &&
-         w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
+  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] > 0 &&
+         (is_float(w.dtype) || w.ne[0] % kQK32 == 0) && w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
 }
 
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
+  if (is_float(w.dtype)) return pack_float_groups(w, out, group_begin, group_end);
   if (w.dtype == DType::Q8_0)
     pack_groups<BlockQ8_0>(w, out, true, group_begin, group_end);
   else
@@ -98,6 +138,7 @@ void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset) {
 
 void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
                            size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  if (is_float(t)) return float_reference(t, k, w, n_groups, x, x_stride, n_tok, y, y_stride);
   const int64_t nb = k / kQK32, gb = group_block_bytes(t);
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)

@@ -1,4 +1,5 @@
-// Q8_0 and Q4_0 weights repacked at load time for the int8 dot units.
+// Weights repacked at load time: Q8_0 and Q4_0 for the int8 dot units,
+// F32 / F16 / BF16 for the fma units.
 //
 // In GGUF's layout a 32-element block of one row is one dot product: its
 // int32 sum needs a float scale-and-add of its own, and the lanes of a
@@ -15,6 +16,9 @@
 //   Q8_0: 8 chunks c, each 16 rows x 4 bytes: (q[r][4c + i] + 128) as u8
 //   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
 //         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
+//   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
+//   so one load widens to the vector an fma per token needs (no horizontal
+//   sums; the register tile is 16 rows x 12 tokens).
 // The same bytes as the file's, so weight_bytes_per_pass is unchanged.
 //
 // Activations go in PackedActBlock form: the Q8_0 quantization of x, its
@@ -24,6 +28,7 @@
 // Every (row, token) dot is summed block by block in one float lane,
 // acc = fma(float(isum_b), d_w * d_x, acc), in the same order however many
 // tokens share the call: decode gets the bits it gets inside a batch.
+// (Float weights: acc = fma(w_k, x_k, acc) for k in order, likewise.)
 #pragma once
 
 #include <cstddef>
@@ -48,8 +53,12 @@ struct PackedActBlock {
 using PackedGemm = void (*)(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
                             size_t x_stride, int64_t n_tok, float* y, int64_t y_stride);
 
+// PackedKernels::offset of the float types: their activations stay f32
+// rows (x_stride bytes apart), not PackedActBlocks.
+inline constexpr int kFloatActs = -1;
+
 struct PackedKernels {
-  int offset;       // the weights' unsigned offset: 128 (Q8_0) or 8 (Q4_0)
+  int offset;  // the weights' unsigned offset: 128 (Q8_0) or 8 (Q4_0); or kFloatActs
   PackedGemm gemm;
 };
 
@@ -61,7 +70,8 @@ const PackedKernels* packed_kernels(DType t);
 const PackedKernels* packed_kernels_avx512(DType t);
 
 // Whether `w` can be packed and computed packed here: a matrix of a type
-// with packed kernels, rows a multiple of 16.
+// with packed kernels, rows a multiple of 16 (and whole blocks of 32 for the
+// quantized types).
 bool packable(const TensorView& w);
 
 // Writes w (file layout, packable) into `out` (w.nbytes bytes) packed:

@@ -1,8 +1,11 @@
-// AVX-512 VNNI kernels of the packed Q8_0 / Q4_0 layout (packed_gemm.h).
-// A micro-kernel runs one 16-row group against up to 8 tokens: per block,
-// 8 int32 sum vectors per token start at the activation's -offset * sum,
-// take 8 vpdpbusd (weights x 4 broadcast activation bytes), and are scaled
-// into the token's float accumulator with one convert, multiply and fma.
+// AVX-512 kernels of the packed layouts (packed_gemm.h). A micro-kernel runs
+// one 16-row group against up to 8 (int8) or 12 (float) tokens.
+// Q8_0 / Q4_0 (VNNI), per block: 8 int32 sum vectors per token start at the
+// activation's -offset * sum, take 8 vpdpbusd (weights x 4 broadcast
+// activation bytes), and are scaled into the token's float accumulator with
+// one convert, multiply and fma.
+// F32 / F16 / BF16, per element k: the 16 rows' weights widened to one f32
+// vector, one fma per token with x[t][k] broadcast.
 #include <immintrin.h>
 
 #include <array>
@@ -20,9 +23,8 @@
 namespace duet {
 namespace {
 
-constexpr int kMaxToks = 8;  // 8 sums + 8 accumulators + weights: 20 zmm
-// Tokens whose activations stay in L2 while every group of a tile passes them.
-constexpr int64_t kTokBlock = 64;
+// Activations of a token block stay in L2 while every group of a tile passes them.
+constexpr size_t kTokBlockBytes = 256 << 10;
 // Decode streams the matrix once: fetch this far ahead of the loads.
 constexpr int kPrefetchBytes = 2048;
 
@@ -33,8 +35,10 @@ inline __m512i bcast4(const int8_t* p) {
 }
 
 struct Q8 {
+  static constexpr int kMaxToks = 8;  // 8 sums + 8 accumulators + weights: 20 zmm
   static constexpr int kOffset = 128;
   static constexpr int64_t kBlockBytes = 32 + 16 * 32;
+  static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
   template <int T>
   [[gnu::always_inline]] static void dots(__m512i (&s)[T], const uint8_t* qs, const uint8_t* x, size_t xs) {
     #pragma GCC unroll 8
@@ -48,8 +52,10 @@ struct Q8 {
 };
 
 struct Q4 {
+  static constexpr int kMaxToks = 8;
   static constexpr int kOffset = 8;
   static constexpr int64_t kBlockBytes = 32 + 16 * 16;
+  static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
   template <int T>
   [[gnu::always_inline]] static void dots(__m512i (&s)[T], const uint8_t* qs, const uint8_t* x, size_t xs) {
     const __m512i low = _mm512_set1_epi8(0x0F);
@@ -70,10 +76,11 @@ struct Q4 {
 
 // Rows of one group (16 outputs per token) against T tokens, all blocks.
 template <class W, int T, bool kPrefetch>
-void micro(int64_t nb, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   __m512 acc[T];
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const int64_t nb = k / kQK32;
   for (int64_t b = 0; b < nb; ++b, blk += W::kBlockBytes, x += sizeof(PackedActBlock)) {
     if constexpr (kPrefetch)
       for (int64_t off = 0; off < W::kBlockBytes; off += 64)
@@ -93,40 +100,90 @@ void micro(int64_t nb, const uint8_t* blk, const uint8_t* x, size_t xs, float* y
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
 }
 
+// Float weights: 16 rows' element k, widened to f32.
+struct F32W {
+  static constexpr int kMaxToks = 12;  // 12 accumulators + weights
+  static constexpr int64_t kElemBytes = 4;
+  static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+};
+struct F16W {
+  static constexpr int kMaxToks = 12;
+  static constexpr int64_t kElemBytes = 2;
+  static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
+  static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+};
+struct BF16W {
+  static constexpr int kMaxToks = 12;
+  static constexpr int64_t kElemBytes = 2;
+  static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
+  static __m512 load(const uint8_t* p) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+};
+
+// One fma chain per (row, token) in k order: the scalar reference's
+// std::fma loop, lane by lane.
+template <class W, int T, bool kPrefetch>
+void float_micro(int64_t k, const uint8_t* w, const uint8_t* xb, size_t xs, float* y, int64_t ys) {
+  const auto* x = reinterpret_cast<const float*>(xb);
+  const size_t xf = xs / sizeof(float);
+  __m512 acc[T];
+  #pragma GCC unroll 12
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; ++i, w += 16 * W::kElemBytes) {
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w) + kPrefetchBytes, _MM_HINT_T0);
+    const __m512 wv = W::load(w);
+    #pragma GCC unroll 12
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[t * xf + i]), acc[t]);
+  }
+  #pragma GCC unroll 12
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+}
+
 using MicroFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
 
 template <class W, bool kPrefetch, int... T>
-constexpr std::array<MicroFn, kMaxToks> micro_fns(std::integer_sequence<int, T...>) {
-  return {&micro<W, T + 1, kPrefetch>...};
+constexpr std::array<MicroFn, W::kMaxToks> micro_fns(std::integer_sequence<int, T...>) {
+  if constexpr (requires { W::kElemBytes; })
+    return {&float_micro<W, T + 1, kPrefetch>...};
+  else
+    return {&micro<W, T + 1, kPrefetch>...};
 }
 
 template <class W>
 void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok,
           float* y, int64_t ys) {
+  constexpr int kMaxToks = W::kMaxToks;
   static constexpr auto streaming = micro_fns<W, true>(std::make_integer_sequence<int, kMaxToks>());
   static constexpr auto tiled = micro_fns<W, false>(std::make_integer_sequence<int, kMaxToks>());
-  const int64_t nb = k / kQK32;
-  const int64_t group_bytes = nb * W::kBlockBytes;
+  const int64_t group_bytes = W::group_bytes(k);
   if (n_tok <= kMaxToks) {  // decode and small batches: one pass over the weights
     for (int64_t g = 0; g < n_groups; ++g)
-      streaming[n_tok - 1](nb, w + g * group_bytes, x, xs, y + g * kPackRows, ys);
+      streaming[n_tok - 1](k, w + g * group_bytes, x, xs, y + g * kPackRows, ys);
     return;
   }
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kTokBlock) {
-    const int64_t t_end = n_tok - t0 < kTokBlock ? n_tok : t0 + kTokBlock;
+  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / xs) / kMaxToks * kMaxToks;
+  const int64_t tok_block = fit > kMaxToks ? fit : kMaxToks;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
+    const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t t = t0; t < t_end; t += kMaxToks) {
         const int64_t nt = t_end - t < kMaxToks ? t_end - t : kMaxToks;
         // The first pass over a group brings it from memory: prefetch as
         // decode does (a batch of 16 decoding sequences is bound by that).
         const auto& fns = t == 0 ? streaming : tiled;
-        fns[nt - 1](nb, w + g * group_bytes, x + t * xs, xs, y + t * ys + g * kPackRows, ys);
+        fns[nt - 1](k, w + g * group_bytes, x + t * xs, xs, y + t * ys + g * kPackRows, ys);
       }
   }
 }
 
 constexpr PackedKernels kQ8{Q8::kOffset, &gemm<Q8>};
 constexpr PackedKernels kQ4{Q4::kOffset, &gemm<Q4>};
+constexpr PackedKernels kF32{kFloatActs, &gemm<F32W>};
+constexpr PackedKernels kF16{kFloatActs, &gemm<F16W>};
+constexpr PackedKernels kBF16{kFloatActs, &gemm<BF16W>};
 
 }  // namespace
 
@@ -134,6 +191,9 @@ const PackedKernels* packed_kernels_avx512(DType t) {
   switch (t) {
     case DType::Q8_0: return &kQ8;
     case DType::Q4_0: return &kQ4;
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    case DType::BF16: return &kBF16;
     default: return nullptr;
   }
 }
