@@ -94,18 +94,23 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
   view.ne = {kCols, kRows, 1, 1};
   view.data = file.data();
   view.nbytes = file.size();
-  std::vector<uint8_t> w(file.size());
+  std::vector<uint8_t> w(packed_bytes(view));
   pack_weights(view, w.data());
   std::mt19937 gen(2);
   std::normal_distribution<float> nd;
   std::vector<float> xf(static_cast<size_t>(kCols * m));
   for (auto& v : xf) v = nd(gen);
-  const size_t xs = packed_act_row_bytes(kCols);
+  const bool floats = pk->offset == kFloatActs;
+  const size_t xs = floats ? kCols * sizeof(float) : packed_act_row_bytes(kCols);
   std::vector<uint8_t> xq(xs * static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) quantize_packed_act(xf.data() + i * kCols, xq.data() + i * xs, kCols, pk->offset);
+  for (int64_t i = 0; i < m; ++i)
+    if (floats)
+      std::memcpy(xq.data() + i * xs, xf.data() + i * kCols, xs);
+    else
+      quantize_packed_act(xf.data() + i * kCols, xq.data() + i * xs, kCols, pk->offset);
   std::vector<float> y(static_cast<size_t>(kRows * m));
   constexpr int64_t kTile = 112;
-  const size_t group_bytes = file.size() / (kRows / kPackRows);
+  const size_t group_bytes = w.size() / (kRows / kPackRows);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; r += kTile) {
       const int64_t n = kRows - r < kTile ? kRows - r : kTile;
@@ -119,7 +124,7 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
 }
 
 const bool registered = [] {
-  for (DType t : {DType::Q8_0, DType::Q4_0})
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16})
     if (packed_kernels_at(t, CpuLevel::kAvx512) && cpu_features().best_level() >= CpuLevel::kAvx512)
       for (int64_t m : {1, 8, 16, 64, 512})
         benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) + "/m" + std::to_string(m)).c_str(),

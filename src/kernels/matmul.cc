@@ -76,7 +76,7 @@ void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, voi
     });
     xs = xq;
   }
-  const size_t group_bytes = w.nbytes / static_cast<size_t>(n_out / kPackRows);
+  const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(n_out / kPackRows);
   const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);
   const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
   pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {

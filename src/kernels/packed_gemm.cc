@@ -83,6 +83,57 @@ void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, con
       }
 }
 
+constexpr int64_t kK4Head = 4 * kPackRows + 2 * 8 * kPackRows;  // d, dmin, scales, mins
+constexpr int64_t kK4Bytes = kK4Head + kPackRows * kQKK / 2;     // per group and super-block
+
+void pack_k4_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
+  const int64_t nsb = w.ne[0] / kQKK;
+  out += g0 * nsb * kK4Bytes;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nsb; ++b, out += kK4Bytes)
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ4_K& blk = reinterpret_cast<const BlockQ4_K*>(w.row(g * kPackRows + r))[b];
+        std::memcpy(out + 2 * r, &blk.d, 2);
+        std::memcpy(out + 2 * kPackRows + 2 * r, &blk.dmin, 2);
+        for (int j = 0; j < 8; ++j)
+          k4_scale_min(blk.scales, j, out + 4 * kPackRows + j * kPackRows + r,
+                       out + 4 * kPackRows + (8 + j) * kPackRows + r);
+        for (int c = 0; c < 4; ++c)
+          for (int s = 0; s < 8; ++s)
+            std::memcpy(out + kK4Head + ((c * 8 + s) * kPackRows + r) * 4, blk.qs + 32 * c + 4 * s, 4);
+      }
+}
+
+void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride, int64_t n_tok,
+                  float* y, int64_t y_stride) {
+  const int64_t nsb = k / kQKK;
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t tok = 0; tok < n_tok; ++tok)
+      for (int r = 0; r < kPackRows; ++r) {
+        const auto* xb = reinterpret_cast<const PackedActBlock*>(x + tok * x_stride);
+        float acc = 0.0f;
+        for (int64_t b = 0; b < nsb; ++b) {
+          const uint8_t* blk = w + (g * nsb + b) * kK4Bytes;
+          uint16_t dh, mh;
+          std::memcpy(&dh, blk + 2 * r, 2);
+          std::memcpy(&mh, blk + 2 * kPackRows + 2 * r, 2);
+          for (int j = 0; j < 8; ++j) {
+            const PackedActBlock& a = xb[b * 8 + j];
+            const float ds = f16_to_f32(dh) * blk[4 * kPackRows + j * kPackRows + r];
+            const float dm = f16_to_f32(mh) * blk[4 * kPackRows + (8 + j) * kPackRows + r];
+            int32_t isum = 0;
+            for (int i = 0; i < kQK32; ++i) {
+              const uint8_t byte = blk[kK4Head + (((j / 2) * 8 + i / 4) * kPackRows + r) * 4 + i % 4];
+              isum += (j % 2 ? byte >> 4 : byte & 0x0F) * a.qs[i];
+            }
+            acc = std::fma(static_cast<float>(isum), ds * a.d, acc);
+            acc = std::fma(-dm, a.d * static_cast<float>(-a.start), acc);
+          }
+        }
+        y[tok * y_stride + g * kPackRows + r] = acc;
+      }
+}
+
 // Unsigned weight element i (0..31) of row r of one packed block's quants.
 uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
   if (t == DType::Q8_0) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
@@ -104,12 +155,19 @@ const PackedKernels* packed_kernels(DType t) {
 }
 
 bool packable(const TensorView& w) {
-  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] > 0 &&
-         (is_float(w.dtype) || w.ne[0] % kQK32 == 0) && w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
+  const int64_t block = is_float(w.dtype) ? 1 : w.dtype == DType::Q4_K ? kQKK : kQK32;
+  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] > 0 && w.ne[0] % block == 0 &&
+         w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
+}
+
+size_t packed_bytes(const TensorView& w) {
+  if (w.dtype != DType::Q4_K) return w.nbytes;
+  return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / kQKK) * kK4Bytes);
 }
 
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
   if (is_float(w.dtype)) return pack_float_groups(w, out, group_begin, group_end);
+  if (w.dtype == DType::Q4_K) return pack_k4_groups(w, out, group_begin, group_end);
   if (w.dtype == DType::Q8_0)
     pack_groups<BlockQ8_0>(w, out, true, group_begin, group_end);
   else
@@ -139,6 +197,7 @@ void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset) {
 void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
                            size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   if (is_float(t)) return float_reference(t, k, w, n_groups, x, x_stride, n_tok, y, y_stride);
+  if (t == DType::Q4_K) return k4_reference(k, w, n_groups, x, x_stride, n_tok, y, y_stride);
   const int64_t nb = k / kQK32, gb = group_block_bytes(t);
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)

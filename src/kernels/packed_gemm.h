@@ -16,10 +16,17 @@
 //   Q8_0: 8 chunks c, each 16 rows x 4 bytes: (q[r][4c + i] + 128) as u8
 //   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
 //         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
+//   Q4_K, per 256-element super-block instead: 16 x f16 d, 16 x f16 dmin,
+//         the 8 sub-block scales then the 8 mins as [8][16 rows] bytes
+//         (unpacked from 6 bits: 64 bytes more than the file per group), then
+//         4 chunks of 64 elements, each 8 x (16 rows x 4 bytes of the row's
+//         qs): low nibbles sub-block 2c, high nibbles sub-block 2c + 1.
+//         d * sc and dmin * m are exact in f32, so nothing is rounded that
+//         the file's definition does not round.
 //   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
 //   so one load widens to the vector an fma per token needs (no horizontal
 //   sums; the register tile is 16 rows x 12 tokens).
-// The same bytes as the file's, so weight_bytes_per_pass is unchanged.
+// Otherwise the same bytes as the file's.
 //
 // Activations go in PackedActBlock form: the Q8_0 quantization of x, its
 // scale as f32, and -offset * sum(q) so the weights' unsigned offset (128 or
@@ -58,7 +65,9 @@ using PackedGemm = void (*)(int64_t k, const uint8_t* w, int64_t n_groups, const
 inline constexpr int kFloatActs = -1;
 
 struct PackedKernels {
-  int offset;  // the weights' unsigned offset: 128 (Q8_0) or 8 (Q4_0); or kFloatActs
+  // The weights' unsigned offset, 128 (Q8_0) or 8 (Q4_0), or 1 for Q4_K
+  // (whose mins need sum(q) itself); or kFloatActs.
+  int offset;
   PackedGemm gemm;
 };
 
@@ -74,7 +83,10 @@ const PackedKernels* packed_kernels_avx512(DType t);
 // quantized types).
 bool packable(const TensorView& w);
 
-// Writes w (file layout, packable) into `out` (w.nbytes bytes) packed:
+// Bytes of w packed.
+size_t packed_bytes(const TensorView& w);
+
+// Writes w (file layout, packable) into `out` (packed_bytes(w)) packed:
 // all of it, or only the 16-row groups [group_begin, group_end).
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);

@@ -44,7 +44,7 @@ Status PackedWeights::pack(std::span<const TensorView** const> slots) {
       continue;
     }
     auto e = std::make_unique<Entry>();
-    DUET_ASSIGN(e->buffer, HugeBuffer::allocate(w.nbytes, w.name));
+    DUET_ASSIGN(e->buffer, HugeBuffer::allocate(packed_bytes(w), w.name));
     e->view = w;
     e->view.data = e->buffer.data();
     e->view.packed = true;

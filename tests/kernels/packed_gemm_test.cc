@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
@@ -16,7 +17,7 @@ namespace {
 
 using testing::random_floats;
 
-constexpr DType kPackedTypes[] = {DType::Q8_0, DType::Q4_0, DType::F32, DType::F16, DType::BF16};
+constexpr DType kPackedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F32, DType::F16, DType::BF16};
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
@@ -41,11 +42,13 @@ QuantMatrix random_matrix(DType t, int64_t k, int64_t rows, uint32_t seed) {
     }
   }
   // Every block starts with its f16 scale: 0x2000-0x27ff is about 0.008-0.03.
-  const size_t block = t == DType::Q8_0 ? 34 : 18;
-  for (size_t i = 0; !is_float(t) && i < m.bytes.size(); i += block) {
-    m.bytes[i] = static_cast<uint8_t>(rng());
-    m.bytes[i + 1] = static_cast<uint8_t>(0x20 | (rng() & 0x07));
-  }
+  // Q4_K has d and dmin at its start; the 6-bit scales take any bits.
+  const size_t block = t == DType::Q8_0 ? 34 : t == DType::Q4_0 ? 18 : sizeof(BlockQ4_K);
+  for (size_t i = 0; !is_float(t) && i < m.bytes.size(); i += block)
+    for (size_t f = 0; f < (t == DType::Q4_K ? 2u : 1u); ++f) {
+      m.bytes[i + 2 * f] = static_cast<uint8_t>(rng());
+      m.bytes[i + 2 * f + 1] = static_cast<uint8_t>(0x20 | (rng() & 0x07));
+    }
   m.view.name = "w";
   m.view.dtype = t;
   m.view.n_dims = 2;
@@ -56,7 +59,7 @@ QuantMatrix random_matrix(DType t, int64_t k, int64_t rows, uint32_t seed) {
 }
 
 std::vector<uint8_t> packed_copy(const TensorView& w) {
-  std::vector<uint8_t> out(w.nbytes);
+  std::vector<uint8_t> out(packed_bytes(w));
   pack_weights(w, out.data());
   return out;
 }
@@ -82,36 +85,52 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST(PackedGemm, ReferenceEqualsFileLayoutDotProducts) {
-  // The packed layout and the activations' offset sums hold the same
-  // products as the file's blocks: the scalar reference equals the scalar
-  // vec_dot up to the order the float terms are added in.
+// The activations a packed kernel sees, back as floats.
+std::vector<float> acts_as_floats(const std::vector<uint8_t>& xp, int64_t k, int64_t m, int offset) {
+  if (offset == kFloatActs) {
+    std::vector<float> x(static_cast<size_t>(k * m));
+    std::memcpy(x.data(), xp.data(), x.size() * sizeof(float));
+    return x;
+  }
+  std::vector<float> x;
+  const auto* blocks = reinterpret_cast<const PackedActBlock*>(xp.data());
+  for (int64_t b = 0; b < k / 32 * m; ++b)
+    for (int i = 0; i < 32; ++i) x.push_back(blocks[b].qs[i] * blocks[b].d);
+  return x;
+}
+
+int offset_of(DType t) {
+  return is_float(t) ? kFloatActs : t == DType::Q8_0 ? 128 : t == DType::Q4_0 ? 8 : 1;
+}
+
+TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
+  // The packed layout, the offset sums and (Q4_K) the unpacked scales and
+  // mins hold the file's numbers: the scalar reference equals, up to float
+  // rounding, the dot in double of the scalar dequantization of the file's
+  // rows with the activations the kernel was given.
   for (DType t : kPackedTypes) {
     const TypeKernels* tk = type_kernels_at(t, CpuLevel::kScalar);
     for (int64_t k : {32, 96, 544}) {
       if (is_float(t)) k += 3;  // float rows need no whole blocks
+      if (t == DType::Q4_K) k = k / 32 * 256;
       const int64_t rows = 32, m = 3;
       const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(k));
       const auto packed = packed_copy(w.view);
-      const auto x = random_floats(static_cast<size_t>(k * m), 7);
-      const int offset = is_float(t) ? kFloatActs : t == DType::Q8_0 ? 128 : 8;
-      const auto xp = packed_acts(x, k, m, offset);
+      const auto xp = packed_acts(random_floats(static_cast<size_t>(k * m), 7), k, m, offset_of(t));
+      const auto x = acts_as_floats(xp, k, m, offset_of(t));
       std::vector<float> y(static_cast<size_t>(rows * m));
-      packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), act_stride(k, offset), m,
+      packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), act_stride(k, offset_of(t)), m,
                             y.data(), rows);
-      std::vector<uint8_t> xq(*row_bytes(tk->vec_dot_type, k));
       std::vector<float> wf(static_cast<size_t>(k));
-      for (int64_t tok = 0; tok < m; ++tok) {
-        if (tk->from_float)
-          tk->from_float(x.data() + tok * k, xq.data(), k);
-        else
-          std::memcpy(xq.data(), x.data() + tok * k, xq.size());
-        for (int64_t r = 0; r < rows; ++r) {
-          tk->to_float(w.view.row(r), wf.data(), k);
-          double scale = 0;
-          for (int64_t i = 0; i < k; ++i) scale += std::abs(wf[i] * x[tok * k + i]);
-          const float ref = tk->vec_dot(k, w.view.row(r), xq.data());
-          ASSERT_NEAR(y[tok * rows + r], ref, 1e-5 * scale + 1e-6) << dtype_name(t) << " k=" << k << " r=" << r;
+      for (int64_t r = 0; r < rows; ++r) {
+        tk->to_float(w.view.row(r), wf.data(), k);
+        for (int64_t tok = 0; tok < m; ++tok) {
+          double exact = 0, scale = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            exact += double{wf[i]} * x[tok * k + i];
+            scale += std::abs(double{wf[i]} * x[tok * k + i]);
+          }
+          ASSERT_NEAR(y[tok * rows + r], exact, 1e-5 * scale + 1e-6) << dtype_name(t) << " k=" << k << " r=" << r;
         }
       }
     }
@@ -128,8 +147,9 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
       // Token counts below, at and past the 8-token tile and the 64-token block.
       for (int64_t k : {32, 96, 2048})
         for (int64_t rows : {16, 48})
-          for (int64_t m : {1, 3, 8, 9, 12, 13, 17, 70}) {
+          for (int64_t m : {1, 3, 6, 7, 8, 9, 12, 13, 17, 70}) {
             if (is_float(t)) k |= 1;  // an odd length
+            if (t == DType::Q4_K) k = (k + 255) / 256 * 256;
             const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(k + rows));
             const auto packed = packed_copy(w.view);
             const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
@@ -159,7 +179,7 @@ TEST(PackedGemm, OnlyWholeGroupsOfRowsArePacked) {
 
 TEST(PackedGemm, MatmulIsTheSameForAnyBatchAndThreadCount) {
   // matmul on a packed view: one token alone gets the bits it gets inside a
-  // batch, with 1 or 3 threads, and the file-layout matmul's values.
+  // batch, with 1 or 3 threads, and those are the scalar reference's.
   ThreadPool one(1), three(3);
   for (DType t : kPackedTypes) {
     const QuantMatrix w = random_matrix(t, 512, 96, 11);
@@ -178,12 +198,13 @@ TEST(PackedGemm, MatmulIsTheSameForAnyBatchAndThreadCount) {
     };
     const auto batch = run(pv, x.data(), m, one);
     EXPECT_TRUE(same_bits(batch, run(pv, x.data(), m, three))) << dtype_name(t);
-    const auto plain = run(w.view, x.data(), m, one);
+    const auto xp = packed_acts(x, k, m, offset_of(t));
+    std::vector<float> ref(batch.size());
+    packed_gemm_reference(t, k, packed.data(), n / kPackRows, xp.data(), act_stride(k, offset_of(t)), m, ref.data(), n);
+    EXPECT_TRUE(same_bits(batch, ref)) << dtype_name(t);
     for (int64_t tok = 0; tok < m; ++tok) {
       const auto alone = run(pv, x.data() + tok * k, 1, three);
       ASSERT_EQ(std::memcmp(alone.data(), batch.data() + tok * n, n * sizeof(float)), 0) << "token " << tok;
-      for (int64_t r = 0; r < n; ++r)
-        ASSERT_NEAR(alone[r], plain[tok * n + r], 1e-4 * (1 + std::abs(plain[tok * n + r]))) << r;
     }
   }
 }
