@@ -312,6 +312,7 @@ Status Engine::step() {
   emits.clear();
   raw_rows_.clear();
   std::vector<int32_t>& out = new_tokens_;
+  presample(n_vocab);
   for (size_t e = 0; e < sampled_.size(); ++e) {
     Sequence* seq = sampled_[e].seq;
     float* row = logits_.data() + sampled_[e].row * n_vocab;
@@ -323,7 +324,8 @@ Status Engine::step() {
       verify_drafts(seq, row, out, raw_rows_);
     } else {
       if (want_raw) raw_rows_.insert(raw_rows_.end(), row, row + n_vocab);
-      out.push_back(seq->sampler.sample(row, static_cast<int32_t>(n_vocab), seq->tokens));
+      const int32_t drawn = presampled_[e];
+      out.push_back(drawn >= 0 ? drawn : seq->sampler.sample(row, static_cast<int32_t>(n_vocab), seq->tokens));
       seq->tokens.push_back(out.back());
     }
     for (size_t i = 0; i < out.size(); ++i)
@@ -342,6 +344,22 @@ Status Engine::step() {
   }
   rate_.add(seconds_since_start(), static_cast<int64_t>(emits.size()));
   return {};
+}
+
+// Each sequence samples from its own logits row with its own sampler, so the
+// plain ones (no drafts to verify, no raw logits to keep before penalties
+// alter the row) draw their tokens on the pool at once: with 16 streams a
+// full-vocabulary sort per sequence was ~10 % of a step on one thread.
+void Engine::presample(size_t n_vocab) {
+  presampled_.assign(sampled_.size(), -1);
+  pool_.parallel_for(static_cast<int64_t>(sampled_.size()), 1, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1; ++e) {
+      Sequence* seq = sampled_[static_cast<size_t>(e)].seq;
+      if (seq->spec.n_draft > 0 || seq->params.logprobs >= 0) continue;
+      float* row = logits_.data() + sampled_[static_cast<size_t>(e)].row * n_vocab;
+      presampled_[static_cast<size_t>(e)] = seq->sampler.sample(row, static_cast<int32_t>(n_vocab), seq->tokens);
+    }
+  });
 }
 
 void Engine::fail_all(const std::string& message) {

@@ -81,6 +81,8 @@ class Engine {
   void trim_drafts(const std::vector<Sequence*>& drafted, const std::vector<ScheduledChunk>& chunks);
   int32_t verify_drafts(Sequence* seq, float* rows, std::vector<int32_t>& out,
                         std::vector<float>& raw);
+  // Fills presampled_ for the sampled_ entries that can draw in parallel.
+  void presample(size_t n_vocab);
   double seconds_since_start() const;
 
   Model& model_;
@@ -110,6 +112,7 @@ class Engine {
   };
   std::vector<Emit> emits_;
   std::vector<int32_t> new_tokens_;  // one sequence's tokens this step
+  std::vector<int32_t> presampled_;  // per sampled_ entry: its token, drawn in parallel, or -1
   std::unique_ptr<Drafter> drafter_;
   SpecConfig spec_;
   std::vector<float> logits_;   // [rows wanting logits][n_vocab]
