@@ -47,8 +47,10 @@ class Sampler {
   // (prompt and output) for the penalties. logits is modified in place.
   int32_t sample(float* logits, int32_t n_vocab, std::span<const int32_t> history);
 
-  // The distribution sample() draws from, most likely first: one token with
-  // p = 1 when greedy. logits is modified in place.
+  // The distribution sample() draws from: one token with p = 1 when greedy.
+  // The most likely come first and in order (at least kSortedHead of them,
+  // and all that a top-k, top-p or min-p cut looked at); the unlikely rest
+  // follow in no particular order. logits is modified in place.
   void distribution(float* logits, int32_t n_vocab, std::span<const int32_t> history,
                     TokenDist& out);
   // A token drawn from `dist` with this sampler's RNG.
@@ -63,6 +65,7 @@ class Sampler {
 
   SamplingParams params_;
   std::mt19937_64 rng_;
+  static constexpr size_t kSortedHead = 64;
   struct Candidate {
     float logit;
     int32_t id;

@@ -41,10 +41,10 @@ struct Q8 {
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
   template <int T>
   [[gnu::always_inline]] static void dots(__m512i (&s)[T], const uint8_t* qs, const uint8_t* x, size_t xs) {
-    #pragma GCC unroll 8
+    #pragma GCC unroll 16
     for (int c = 0; c < 8; ++c) {
       const __m512i w = _mm512_loadu_si512(qs + 64 * c);
-      #pragma GCC unroll 8
+      #pragma GCC unroll 16
       for (int t = 0; t < T; ++t)
         s[t] = _mm512_dpbusd_epi32(s[t], w, bcast4(reinterpret_cast<const PackedActBlock*>(x + t * xs)->qs + 4 * c));
     }
@@ -64,7 +64,7 @@ struct Q4 {
       const __m512i raw = _mm512_loadu_si512(qs + 64 * j);
       const __m512i lo = _mm512_and_si512(raw, low);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
-      #pragma GCC unroll 8
+      #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
         const int8_t* xq = reinterpret_cast<const PackedActBlock*>(x + t * xs)->qs;
         s[t] = _mm512_dpbusd_epi32(s[t], lo, bcast4(xq + 4 * j));
@@ -78,7 +78,7 @@ struct Q4 {
 template <class W, int T, bool kPrefetch>
 void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   __m512 acc[T];
-  #pragma GCC unroll 8
+  #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const int64_t nb = k / kQK32;
   for (int64_t b = 0; b < nb; ++b, blk += W::kBlockBytes, x += sizeof(PackedActBlock)) {
@@ -87,16 +87,16 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
         _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i s[T];
-    #pragma GCC unroll 8
+    #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(reinterpret_cast<const PackedActBlock*>(x + t * xs)->start);
     W::template dots<T>(s, blk + 32, x, xs);
-    #pragma GCC unroll 8
+    #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
       const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(reinterpret_cast<const PackedActBlock*>(x + t * xs)->d));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), scale, acc[t]);
     }
   }
-  #pragma GCC unroll 8
+  #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
 }
 
@@ -120,7 +120,7 @@ template <int T, bool kPrefetch>
 void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[T];
-  #pragma GCC unroll 8
+  #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + t * xs) + j; };
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * sizeof(PackedActBlock)) {
@@ -133,16 +133,16 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
     for (int c = 0; c < 4; ++c) {
       __m512i s[2][T];
-      #pragma GCC unroll 8
+      #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) s[0][t] = s[1][t] = _mm512_setzero_si512();
-      #pragma GCC unroll 8
+      #pragma GCC unroll 16
       for (int q = 0; q < 8; ++q) {
         const uint8_t* line = blk + Q4K::kHead + (c * 8 + q) * 64;
         if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
         const __m512i raw = _mm512_loadu_si512(line);
         const __m512i lo = _mm512_and_si512(raw, low);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
-        #pragma GCC unroll 8
+        #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
           s[0][t] = _mm512_dpbusd_epi32(s[0][t], lo, bcast4(act(t, 2 * c)->qs + 4 * q));
           s[1][t] = _mm512_dpbusd_epi32(s[1][t], hi, bcast4(act(t, 2 * c + 1)->qs + 4 * q));
@@ -153,7 +153,7 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
         const int j = 2 * c + h;
         const __m512 ds = _mm512_mul_ps(d, bytes_as_floats(blk + 64 + j * 16));
         const __m512 dm = _mm512_mul_ps(dmin, bytes_as_floats(blk + 64 + (8 + j) * 16));
-        #pragma GCC unroll 8
+        #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
           const PackedActBlock* a = act(t, j);
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[h][t]), _mm512_mul_ps(ds, _mm512_set1_ps(a->d)), acc[t]);
@@ -162,7 +162,7 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
       }
     }
   }
-  #pragma GCC unroll 8
+  #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
 }
 

@@ -3,13 +3,95 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <vector>
 
 namespace duet {
 namespace {
 
 std::vector<float> logits_of(std::initializer_list<float> v) { return std::vector<float>(v); }
+
+// The distribution by the definition: every candidate sorted, then the cuts.
+TokenDist fully_sorted(const std::vector<float>& logits, const SamplingParams& p) {
+  std::vector<std::pair<float, int32_t>> c;
+  for (size_t i = 0; i < logits.size(); ++i) c.push_back({logits[i] / p.temperature, static_cast<int32_t>(i)});
+  std::sort(c.begin(), c.end(), [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  TokenDist d;
+  double total = 0;
+  for (auto [l, id] : c) total += std::exp(static_cast<double>(l - c[0].first));
+  for (auto [l, id] : c) d.push_back({id, std::exp(static_cast<double>(l - c[0].first)) / total});
+  size_t keep = d.size();
+  double cum = 0;
+  for (size_t i = 0; p.top_p < 1.0f && i < d.size(); ++i)
+    if ((cum += d[i].p) >= p.top_p) {
+      keep = i + 1;
+      break;
+    }
+  size_t i = 1;
+  while (p.min_p > 0.0f && i < keep && d[i].p >= d[0].p * p.min_p) ++i;
+  if (p.min_p > 0.0f) keep = i;
+  d.resize(keep);
+  double mass = 0;
+  for (auto& t : d) mass += t.p;
+  for (auto& t : d) t.p /= mass;
+  return d;
+}
+
+TEST(Sampler, CutsDeepIntoALargeVocabularyMatchAFullSort) {
+  // 5000 candidates: only the head is sorted up front, so cuts that reach
+  // past it must sort the rest and still agree with the definition.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> logits(5000);
+  for (float& l : logits) l = nd(rng);
+  for (auto [top_p, min_p] : {std::pair{0.95f, 0.0f}, {0.3f, 0.0f}, {1.0f, 0.001f}, {0.99f, 0.05f}}) {
+    SamplingParams p;
+    p.temperature = 0.9f;
+    p.top_k = 0;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    Sampler s(p);
+    auto l = logits;
+    TokenDist got;
+    s.distribution(l.data(), static_cast<int32_t>(l.size()), {}, got);
+    const TokenDist want = fully_sorted(logits, p);
+    ASSERT_EQ(got.size(), want.size()) << top_p << " " << min_p;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].id, want[i].id) << i;
+      ASSERT_NEAR(got[i].p, want[i].p, 1e-12) << i;
+    }
+  }
+}
+
+TEST(Sampler, WithoutCutsEveryCandidateIsKeptLikeliestFirst) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> logits(3000);
+  for (float& l : logits) l = nd(rng);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  Sampler s(p);
+  auto l = logits;
+  TokenDist got;
+  s.distribution(l.data(), static_cast<int32_t>(l.size()), {}, got);
+  const TokenDist want = fully_sorted(logits, p);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(got[i].id, want[i].id) << i;
+  std::map<int32_t, double> by_id;
+  for (const TokenProb& t : want) by_id[t.id] = t.p;
+  double sum = 0;
+  for (const TokenProb& t : got) {
+    ASSERT_NEAR(t.p, by_id.at(t.id), 1e-12);
+    by_id.erase(t.id);  // each id once
+    sum += t.p;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+}
 
 TEST(Sampler, GreedyPicksTheArgmax) {
   Sampler s(SamplingParams::greedy());
