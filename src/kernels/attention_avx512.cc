@@ -14,6 +14,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/kv_kernels.h"
+#include "kernels/vec_math_avx512.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -22,25 +23,6 @@ namespace duet {
 namespace {
 
 constexpr int kKeys = 16;
-
-// exp(x) for x <= 0 (a score minus the running max): x = n ln2 + r with
-// |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
-// < 2e-7), scaled by 2^n. Inputs below -87 give 0 or a subnormal.
-inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-100.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // Lane j of the result = the sum of all lanes of a[j].
 inline __m512 transpose_sum(const __m512 (&a)[kKeys]) {
@@ -99,7 +81,7 @@ void attend(const float* q, int32_t n_group, const PagedKv& kv, int32_t begin, i
                                           scores<D>(qv, k, len, scale));
       const float new_max = std::max(m[g], _mm512_reduce_max_ps(s));
       const float correction = std::exp(m[g] - new_max);
-      const __m512 w = _mm512_maskz_mov_ps(valid, exp_nonpositive(_mm512_sub_ps(s, _mm512_set1_ps(new_max))));
+      const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp(_mm512_sub_ps(s, _mm512_set1_ps(new_max))));
       l[g] = l[g] * correction + _mm512_reduce_add_ps(w);
       m[g] = new_max;
       _mm512_store_ps(p, w);

@@ -72,7 +72,7 @@ void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, voi
     x_bytes = packed_act_row_bytes(k);
     auto* xq = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
     pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) quantize_packed_act(x + t * k, xq + t * x_bytes, k, pk->offset);
+      for (int64_t t = t0; t < t1; ++t) pk->quantize(x + t * k, xq + t * x_bytes, k, pk->offset);
     });
     xs = xq;
   }

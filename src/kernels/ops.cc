@@ -5,6 +5,8 @@
 
 #include "kernels/ops.h"
 
+#include "core/cpu_features.h"
+
 namespace duet {
 
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
@@ -64,6 +66,12 @@ void softmax(float* x, int64_t n) {
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
+  if (avx512) return swiglu_avx512(gate, up, out, n);
+  swiglu_scalar(gate, up, out, n);
+}
+
+void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];

@@ -33,7 +33,10 @@ void rope_neox(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, in
 // In-place softmax over n values.
 void softmax(float* x, int64_t n);
 
-// out[i] = silu(gate[i]) * up[i]
+// out[i] = silu(gate[i]) * up[i]; the active level's version (AVX-512:
+// vector exp, within 1e-6 relative of the scalar one).
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 }  // namespace duet

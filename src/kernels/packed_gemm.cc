@@ -6,7 +6,7 @@
 
 #include "core/half.h"
 #include "core/quant_blocks.h"
-#include "kernels/type_kernels.h"
+#include "kernels/quant.h"
 
 namespace duet {
 namespace {
@@ -179,13 +179,10 @@ void pack_weights(const TensorView& w, uint8_t* out) { pack_weights(w, out, 0, w
 size_t packed_act_row_bytes(int64_t k) { return static_cast<size_t>(k / kQK32) * sizeof(PackedActBlock); }
 
 void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset) {
-  // The active Q8_0 quantizer, block by block, so these activations are the
-  // ones the file-layout kernels see.
-  static const auto from_float = type_kernels(DType::Q8_0)->from_float;
   auto* y = reinterpret_cast<PackedActBlock*>(out);
   for (int64_t b = 0; b < k / kQK32; ++b) {
     BlockQ8_0 q;
-    from_float(x + b * kQK32, &q, kQK32);
+    quantize_row_q8_0(x + b * kQK32, &q, kQK32);
     int32_t sum = 0;
     for (int i = 0; i < kQK32; ++i) sum += q.qs[i];
     y[b].d = f16_to_f32(q.d);

@@ -69,6 +69,8 @@ struct PackedKernels {
   // (whose mins need sum(q) itself); or kFloatActs.
   int offset;
   PackedGemm gemm;
+  // quantize_packed_act's result, faster (nullptr for the float types).
+  void (*quantize)(const float* x, uint8_t* out, int64_t k, int offset);
 };
 
 // The packed kernels of weight type `t` at `level` (nullptr: none, the
@@ -91,7 +93,8 @@ size_t packed_bytes(const TensorView& w);
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
-// Bytes of one activation row of k elements; converts one row.
+// Bytes of one activation row of k elements; converts one row (the scalar
+// definition: Q8_0's quantizer, rounding half away from zero).
 size_t packed_act_row_bytes(int64_t k);
 void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset);
 

@@ -247,12 +247,36 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   }
 }
 
-constexpr PackedKernels kQ8{Q8::kOffset, &gemm<Q8>};
-constexpr PackedKernels kQ4{Q4::kOffset, &gemm<Q4>};
-constexpr PackedKernels kQ4K{Q4K::kOffset, &gemm<Q4K>};
-constexpr PackedKernels kF32{kFloatActs, &gemm<F32W>};
-constexpr PackedKernels kF16{kFloatActs, &gemm<F16W>};
-constexpr PackedKernels kBF16{kFloatActs, &gemm<BF16W>};
+// quantize_packed_act, 32 elements in two vectors: the same absmax / 127
+// scale (rounded through f16) and the same rounding half away from zero.
+void quantize(const float* x, uint8_t* out, int64_t k, int offset) {
+  auto* y = reinterpret_cast<PackedActBlock*>(out);
+  const __m512 half = _mm512_set1_ps(0.5f);
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float d = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1))) / 127.f;
+    const __m512 id = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
+    __m512i q[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m512 v = _mm512_mul_ps(h ? v1 : v0, id);
+      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+      const __m512 step = _mm512_or_ps(_mm512_set1_ps(1.f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
+      q[h] = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q[1]));
+    y[b].d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    y[b].start = -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+  }
+}
+
+constexpr PackedKernels kQ8{Q8::kOffset, &gemm<Q8>, &quantize};
+constexpr PackedKernels kQ4{Q4::kOffset, &gemm<Q4>, &quantize};
+constexpr PackedKernels kQ4K{Q4K::kOffset, &gemm<Q4K>, &quantize};
+constexpr PackedKernels kF32{kFloatActs, &gemm<F32W>, nullptr};
+constexpr PackedKernels kF16{kFloatActs, &gemm<F16W>, nullptr};
+constexpr PackedKernels kBF16{kFloatActs, &gemm<BF16W>, nullptr};
 
 }  // namespace
 

@@ -308,7 +308,12 @@ void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
             c.dim, c.rms_eps);
   mm(*w.w_gate, ws_.xn.data(), n, ws_.gate.data(), pool);
   mm(*w.w_up, ws_.xn.data(), n, ws_.up.data(), pool);
-  swiglu(ws_.gate.data(), ws_.up.data(), ws_.gate.data(), static_cast<int64_t>(n) * ffn);
+  // Split across the pool in whole rows' worth of work (exp per element).
+  const auto row = static_cast<int64_t>(ffn);
+  pool.parallel_for(n, std::max<int64_t>(1, 16384 / row), [&](int64_t r0, int64_t r1) {
+    const size_t off = static_cast<size_t>(r0 * row);
+    swiglu(ws_.gate.data() + off, ws_.up.data() + off, ws_.gate.data() + off, (r1 - r0) * row);
+  });
   mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
   for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) ws_.x[j] += ws_.proj[j];
 }

@@ -75,15 +75,20 @@ TEST(Ops, SoftmaxMatchesDoubleAndSurvivesLargeValues) {
   }
 }
 
-TEST(Ops, SwigluMatchesDouble) {
-  const int64_t n = 1000;
+TEST(Ops, SwigluMatchesDoubleAtEveryLevel) {
+  const int64_t n = 1001;  // not a whole number of vectors
   const auto g = random_floats(n, 5, -30.0f, 30.0f);
   const auto u = random_floats(n, 6, -2.0f, 2.0f);
-  std::vector<float> out(n);
-  swiglu(g.data(), u.data(), out.data(), n);
-  for (int64_t i = 0; i < n; ++i) {
-    const double want = g[i] / (1.0 + std::exp(-double{g[i]})) * u[i];
-    ASSERT_NEAR(out[i], want, 8 * 0x1p-24 * std::fabs(want) + 1e-30) << "g=" << g[i];
+  for (CpuLevel level : testing::runnable_levels()) {
+    if (level == CpuLevel::kAvx2) continue;  // no AVX2 version: it uses the scalar one
+    const auto fn = level == CpuLevel::kAvx512 ? swiglu_avx512 : swiglu_scalar;
+    std::vector<float> out(n);
+    fn(g.data(), u.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = g[i] / (1.0 + std::exp(-double{g[i]})) * u[i];
+      ASSERT_NEAR(out[i], want, 8 * 0x1p-24 * std::fabs(want) + 1e-30)
+          << "g=" << g[i] << " at " << cpu_level_name(level);
+    }
   }
 }
 

@@ -164,6 +164,22 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
   if (!ran) GTEST_SKIP() << "no packed kernels at any level this machine runs";
 }
 
+TEST(PackedGemm, SimdActivationQuantizersEqualTheReference) {
+  for (CpuLevel level : testing::runnable_levels())
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+      const PackedKernels* pk = packed_kernels_at(t, level);
+      if (!pk) continue;
+      const int64_t k = 32 * 37;
+      auto x = random_floats(static_cast<size_t>(k), 21, -3.0f, 3.0f);
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = 0.0f;      // an all-zero block
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = i - 15.5f;  // halves to round
+      std::vector<uint8_t> want(packed_act_row_bytes(k)), got(want.size());
+      quantize_packed_act(x.data(), want.data(), k, pk->offset);
+      pk->quantize(x.data(), got.data(), k, pk->offset);
+      EXPECT_EQ(got, want) << dtype_name(t) << " at " << cpu_level_name(level);
+    }
+}
+
 TEST(PackedGemm, OnlyWholeGroupsOfRowsArePacked) {
   const QuantMatrix odd = random_matrix(DType::Q8_0, 64, 40, 1);
   EXPECT_FALSE(packable(odd.view));
