@@ -85,23 +85,27 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
   }
 }
 
+
+// The AVX-512 f32 kernel, where the cache type, level and head dim allow it.
+bool attend_vector_f32(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
+                       const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
+  return kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
+         attend_f32_avx512(q, n_group, head_dim, kv, begin, end, scale, out);
+}
+
 }  // namespace
 
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, float scale, float* out) {
-  static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
-  if (kv.type == KvType::F32) {
-    if (avx512 && attend_f32_avx512(q, n_group, head_dim, kv, begin, end, scale, out)) return;
-    return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
-  }
+  static const CpuLevel level = active_cpu_level();
+  if (attend_vector_f32(level, q, n_group, head_dim, kv, begin, end, scale, out)) return;
+  if (kv.type == KvType::F32) return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
   attend(TableRows{*kv_row_kernels(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
-  if (kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
-      attend_f32_avx512(q, n_group, head_dim, kv, begin, end, scale, out))
-    return;
+  if (attend_vector_f32(level, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   attend(TableRows{*kv_row_kernels_at(kv.type, level)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 

@@ -7,6 +7,7 @@
 #include "core/half.h"
 #include "core/quant_blocks.h"
 #include "kernels/quant.h"
+#include "kernels/type_kernels.h"
 
 namespace duet {
 namespace {
@@ -58,27 +59,21 @@ void pack_float_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1
     }
 }
 
-float float_element(DType t, const uint8_t* p) {
-  if (t == DType::F32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return t == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
                      int64_t n_tok, float* y, int64_t y_stride) {
   const int64_t elem = t == DType::F32 ? 4 : 2;
+  // The type's own scalar widening, one element at a time.
+  const auto to_float = type_kernels_at(t, CpuLevel::kScalar)->to_float;
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)
       for (int r = 0; r < kPackRows; ++r) {
         const auto* xt = reinterpret_cast<const float*>(x + tok * x_stride);
         float acc = 0.0f;
-        for (int64_t i = 0; i < k; ++i)
-          acc = std::fma(float_element(t, w + ((g * k + i) * kPackRows + r) * elem), xt[i], acc);
+        for (int64_t i = 0; i < k; ++i) {
+          float wi;
+          to_float(w + ((g * k + i) * kPackRows + r) * elem, &wi, 1);
+          acc = std::fma(wi, xt[i], acc);
+        }
         y[tok * y_stride + g * kPackRows + r] = acc;
       }
 }

@@ -58,10 +58,4 @@ Status PackedWeights::pack(std::span<const TensorView** const> slots) {
   return {};
 }
 
-size_t PackedWeights::bytes() const {
-  size_t n = 0;
-  for (const auto& e : entries_) n += e->buffer.size();
-  return n;
-}
-
 }  // namespace duet

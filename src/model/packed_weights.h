@@ -21,8 +21,6 @@ class PackedWeights {
   // over the machine's cores: most of a load's time is the kernel handing
   // out (zeroing) fresh pages, which threads do in parallel.
   Status pack(std::span<const TensorView** const> slots);
-  // Bytes held by packed copies.
-  size_t bytes() const;
 
  private:
   struct Entry {
