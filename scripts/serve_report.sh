@@ -29,11 +29,14 @@ bench hit -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words"
 import json, os, sys
 d = sys.argv[1]
 r = {n: json.load(open(os.path.join(d, n + ".json"))) for n in ("single", "sixteen", "miss", "hit")}
-speedup = r["sixteen"]["output_tok_s"] / r["single"]["output_tok_s"]
+speedup = r["sixteen"]["decode_tok_s"] / r["single"]["decode_tok_s"]
+out_speedup = r["sixteen"]["output_tok_s"] / r["single"]["output_tok_s"]
 ttft = r["miss"]["ttft_ms"]["p50"] / r["hit"]["ttft_ms"]["p50"]
-print(f"decode: 1 stream {r['single']['output_tok_s']:.1f} tok/s, 16 streams {r['sixteen']['output_tok_s']:.1f} tok/s: {speedup:.2f}x")
+print(f"decode: 1 stream {r['single']['decode_tok_s']:.1f} tok/s, 16 streams {r['sixteen']['decode_tok_s']:.1f} tok/s: {speedup:.2f}x")
+print(f"output, prefill waits included: 1 stream {r['single']['output_tok_s']:.1f} tok/s, "
+      f"16 streams {r['sixteen']['output_tok_s']:.1f} tok/s: {out_speedup:.2f}x")
 print(f"KV utilization under 16 streams: {100 * r['sixteen']['kv_utilization']:.1f}%")
 print(f"TTFT with the shared prefix: miss {r['miss']['ttft_ms']['p50']:.0f} ms, hit {r['hit']['ttft_ms']['p50']:.0f} ms: {ttft:.1f}x")
 print(json.dumps({"single": r["single"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"],
-                  "throughput_ratio": speedup, "ttft_ratio": ttft}))
+                  "decode_ratio": speedup, "output_ratio": out_speedup, "ttft_ratio": ttft}))
 PY
