@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The serving targets on one model, in one run of this script:
 #   1. aggregate decode throughput with 16 concurrent streams vs 1 stream;
-#   2. KV memory utilization under that load (filled slots / allocated slots);
+#   2. KV memory utilization (filled slots / allocated slots) under that load,
+#      and under a mix of lengths like ShareGPT's (the kind of mix behind
+#      PagedAttention's waste figure): 100-200-word prompts, 200-400 tokens out;
 #   3. TTFT with a long shared system prompt: prefix-cache hit vs miss.
 # Usage: scripts/serve_report.sh MODEL.gguf [THREADS] [PREFIX_WORDS]
 set -euo pipefail
@@ -24,19 +26,21 @@ bench sixteen -c 16 -n 32 --output-tokens 48:48 --prompt-words 8:24
 # so each request's TTFT is its own prefill.
 bench miss -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words" --no-prefix-cache
 bench hit -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words"
+bench long -c 16 -n 16 --output-tokens 200:400 --prompt-words 100:200
 
 /usr/bin/python3 - "$out" <<'PY'
 import json, os, sys
 d = sys.argv[1]
-r = {n: json.load(open(os.path.join(d, n + ".json"))) for n in ("single", "sixteen", "miss", "hit")}
+r = {n: json.load(open(os.path.join(d, n + ".json"))) for n in ("single", "sixteen", "miss", "hit", "long")}
 speedup = r["sixteen"]["decode_tok_s"] / r["single"]["decode_tok_s"]
 out_speedup = r["sixteen"]["output_tok_s"] / r["single"]["output_tok_s"]
 ttft = r["miss"]["ttft_ms"]["p50"] / r["hit"]["ttft_ms"]["p50"]
 print(f"decode: 1 stream {r['single']['decode_tok_s']:.1f} tok/s, 16 streams {r['sixteen']['decode_tok_s']:.1f} tok/s: {speedup:.2f}x")
 print(f"output, prefill waits included: 1 stream {r['single']['output_tok_s']:.1f} tok/s, "
       f"16 streams {r['sixteen']['output_tok_s']:.1f} tok/s: {out_speedup:.2f}x")
-print(f"KV utilization under 16 streams: {100 * r['sixteen']['kv_utilization']:.1f}%")
+print(f"KV utilization under 16 streams: {100 * r['sixteen']['kv_utilization']:.1f}% (this mix), "
+      f"{100 * r['long']['kv_utilization']:.1f}% (long mix)")
 print(f"TTFT with the shared prefix: miss {r['miss']['ttft_ms']['p50']:.0f} ms, hit {r['hit']['ttft_ms']['p50']:.0f} ms: {ttft:.1f}x")
-print(json.dumps({"single": r["single"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"],
+print(json.dumps({"single": r["single"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"], "long": r["long"],
                   "decode_ratio": speedup, "output_ratio": out_speedup, "ttft_ratio": ttft}))
 PY
