@@ -41,13 +41,13 @@ inline __m512 transpose_sum(const __m512 (&a)[kKeys]) {
 }
 
 // Scores of one query (D vectors) against `len` <= 16 key rows.
-template <int D>
+template <int D, bool kFull>
 inline __m512 scores(const __m512 (&q)[D], const float* k, int32_t len, float scale) {
   __m512 acc[kKeys];
   #pragma GCC unroll 16
   for (int j = 0; j < kKeys; ++j) {
     acc[j] = _mm512_setzero_ps();
-    if (j < len) {
+    if (kFull || j < len) {
       #pragma GCC unroll 8
       for (int c = 0; c < D; ++c) acc[j] = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k + (j * D + c) * 16), acc[j]);
     }
@@ -78,24 +78,44 @@ void attend(const float* q, int32_t n_group, const PagedKv& kv, int32_t begin, i
       #pragma GCC unroll 8
       for (int c = 0; c < D; ++c) qv[c] = _mm512_loadu_ps(q + g * hd + c * 16);
       const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
-                                          scores<D>(qv, k, len, scale));
-      const float new_max = std::max(m[g], _mm512_reduce_max_ps(s));
-      const float correction = std::exp(m[g] - new_max);
+                                          len == kKeys ? scores<D, true>(qv, k, len, scale)
+                                                       : scores<D, false>(qv, k, len, scale));
+      // Past the first blocks the running max rarely moves: then the sums
+      // so far need no rescaling (the factor would be exactly 1).
+      const float block_max = _mm512_reduce_max_ps(s);
+      const bool rescale = block_max > m[g];
+      const float new_max = rescale ? block_max : m[g];
+      const float correction = rescale ? std::exp(m[g] - new_max) : 1.0f;
       const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp(_mm512_sub_ps(s, _mm512_set1_ps(new_max))));
       l[g] = l[g] * correction + _mm512_reduce_add_ps(w);
       m[g] = new_max;
       _mm512_store_ps(p, w);
       float* og = out + g * hd;
-      __m512 o[D];
+      // Even and odd keys in separate sums: one chain of 16 dependent fmas
+      // per output vector left this loop bound by fma latency.
+      __m512 o[D], odd[D];
       #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(og + c * 16), _mm512_set1_ps(correction));
-      for (int32_t j = 0; j < len; ++j) {
+      for (int c = 0; c < D; ++c) {
+        o[c] = _mm512_loadu_ps(og + c * 16);
+        if (rescale) o[c] = _mm512_mul_ps(o[c], _mm512_set1_ps(correction));
+        odd[c] = _mm512_setzero_ps();
+      }
+      int32_t j = 0;
+      for (; j + 1 < len; j += 2) {
+        const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+        #pragma GCC unroll 8
+        for (int c = 0; c < D; ++c) {
+          o[c] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v + j * hd + c * 16), o[c]);
+          odd[c] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(v + (j + 1) * hd + c * 16), odd[c]);
+        }
+      }
+      if (j < len) {
         const __m512 pj = _mm512_set1_ps(p[j]);
         #pragma GCC unroll 8
         for (int c = 0; c < D; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + j * hd + c * 16), o[c]);
       }
       #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) _mm512_storeu_ps(og + c * 16, o[c]);
+      for (int c = 0; c < D; ++c) _mm512_storeu_ps(og + c * 16, _mm512_add_ps(o[c], odd[c]));
     }
   }
   for (int32_t g = 0; g < n_group; ++g) {
