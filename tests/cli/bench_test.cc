@@ -1,0 +1,45 @@
+// duet bench --roofline on stories260K: every repetition carries the probes
+// taken beside it, and the reported percentage is the mean of the
+// repetitions' own ratios.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace duet {
+namespace {
+
+using testing::duet_binary;
+using testing::run_command;
+
+TEST(BenchCli, RooflinePairsEveryRepetitionWithItsProbes) {
+  const std::string model = testing::shared_path("models/stories260K/stories260K.gguf");
+  const auto r = run_command(duet_binary() + " bench -m " + model + " -p 32 -n 8 -r 2 -t 1 --roofline --probe-mib 64 --json 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = nlohmann::json::parse(r.output.substr(r.output.find('[')), nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << r.output;
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    const bool decode = row["test"] == "tg8";
+    EXPECT_EQ(row["test"], decode ? "tg8" : "pp32");
+    const auto& tps = row["samples_tok_s"];
+    const auto& ceilings = row["samples_ceiling"];
+    ASSERT_EQ(tps.size(), 2u);
+    ASSERT_EQ(ceilings.size(), 2u);
+    ASSERT_EQ(row["roofline"].size(), 2u);
+    const double per_tok = row["achieved"].get<double>() / row["tok_s"].get<double>();
+    double pct = 0;
+    for (size_t i = 0; i < 2; ++i) {
+      const double c = ceilings[i];
+      EXPECT_EQ(c, row["roofline"][i][decode ? "read_gb_s" : "fma_gflop_s"].get<double>());
+      ASSERT_GT(c, 0);
+      pct += 100.0 * tps[i].get<double>() * per_tok / c / 2;
+    }
+    EXPECT_NEAR(row["percent_of_ceiling"].get<double>(), pct, 1e-6 * pct);
+    EXPECT_NEAR(row["ceiling"].get<double>(), (ceilings[0].get<double>() + ceilings[1].get<double>()) / 2, 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace duet
