@@ -68,13 +68,13 @@ void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, con
     for (int64_t tok = 0; tok < n_tok; ++tok)
       for (int r = 0; r < kPackRows; ++r) {
         const auto* xt = reinterpret_cast<const float*>(x + tok * x_stride);
-        float acc = 0.0f;
+        float acc[2] = {0.0f, 0.0f};  // even and odd k
         for (int64_t i = 0; i < k; ++i) {
           float wi;
           to_float(w + ((g * k + i) * kPackRows + r) * elem, &wi, 1);
-          acc = std::fma(wi, xt[i], acc);
+          acc[i & 1] = std::fma(wi, xt[i], acc[i & 1]);
         }
-        y[tok * y_stride + g * kPackRows + r] = acc;
+        y[tok * y_stride + g * kPackRows + r] = acc[0] + acc[1];
       }
 }
 

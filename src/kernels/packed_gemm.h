@@ -35,7 +35,8 @@
 // Every (row, token) dot is summed block by block in one float lane,
 // acc = fma(float(isum_b), d_w * d_x, acc), in the same order however many
 // tokens share the call: decode gets the bits it gets inside a batch.
-// (Float weights: acc = fma(w_k, x_k, acc) for k in order, likewise.)
+// (Float weights: two sums, of the even and of the odd k, each by fma in k
+// order, then even + odd; likewise.)
 #pragma once
 
 #include <cstddef>
