@@ -3,8 +3,10 @@
 // weight rows are taken in tiles that stay in L2 while every token streams
 // past them, so a prefill chunk reads its weights from memory once, not once
 // per token.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 
 #include "kernels/float_kernels.h"
 #include "kernels/ops.h"
@@ -59,33 +61,62 @@ size_t act_row_bytes(const TypeKernels& tk, int64_t k) {
   return b.ok() ? *b : 0;
 }
 
-// A packed weight (kernels/packed_gemm.h): activations in the kernel's own
-// form, then 16-row groups split across threads.
-void matmul_packed(const TensorView& w, const float* x, int64_t m, float* y, void* scratch,
-                   ThreadPool& pool) {
-  const int64_t k = w.ne[0], n_out = w.ne[1];
-  const PackedKernels* pk = packed_kernels(w.dtype);
-  if (!pk) no_kernels(w);
+// x in the packed int8 kernels' form, [m][packed_act_row_bytes(k)], in scratch.
+const uint8_t* quantize_for(const PackedKernels& pk, const float* x, int64_t k, int64_t m, void* scratch,
+                            ThreadPool& pool) {
+  const size_t x_bytes = packed_act_row_bytes(k);
+  auto* xq = static_cast<uint8_t*>(scratch);
+  pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) pk.quantize(x + t * k, xq + t * x_bytes, k, pk.offset);
+  });
+  return xq;
+}
+
+// Packed weights of one dtype and width, read as one matrix of all their rows.
+struct PackedSet {
+  std::span<const TensorView* const> ws;
+  std::span<float* const> ys;
+  const PackedKernels* pk;
+
+  int64_t rows() const {
+    int64_t n = 0;
+    for (const TensorView* w : ws) n += w->ne[1];
+    return n;
+  }
+  // Rows [r0, r1) of the stacked matrices, in tiles, each within one matrix.
+  void run(int64_t r0, int64_t r1, int64_t rows_per_tile, const uint8_t* xs, size_t x_bytes, int64_t m) const {
+    const int64_t k = ws[0]->ne[0];
+    int64_t base = 0;
+    for (size_t i = 0; i < ws.size() && base < r1; base += ws[i]->ne[1], ++i) {
+      const int64_t n_out = ws[i]->ne[1];
+      const int64_t b0 = std::max(r0, base) - base, b1 = std::min(r1, base + n_out) - base;
+      const size_t group_bytes = packed_bytes(*ws[i]) / static_cast<size_t>(n_out / kPackRows);
+      for (int64_t b = b0; b < b1; b += rows_per_tile) {
+        const int64_t e = b1 - b < rows_per_tile ? b1 : b + rows_per_tile;
+        pk->gemm(k, static_cast<const uint8_t*>(ws[i]->data) + b / kPackRows * group_bytes, (e - b) / kPackRows,
+                 xs, x_bytes, m, ys[i] + b, n_out);
+      }
+    }
+  }
+};
+
+// A packed weight (kernels/packed_gemm.h), or several of one dtype sharing
+// x: activations in the kernel's own form once, then 16-row groups of all
+// the matrices split across threads in one parallel region.
+void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratch, ThreadPool& pool) {
+  const TensorView& w = *set.ws[0];
+  const int64_t k = w.ne[0];
   const uint8_t* xs = reinterpret_cast<const uint8_t*>(x);
   size_t x_bytes = static_cast<size_t>(k) * sizeof(float);
-  if (pk->offset != kFloatActs) {
+  if (set.pk->offset != kFloatActs) {
+    xs = quantize_for(*set.pk, x, k, m, scratch, pool);
     x_bytes = packed_act_row_bytes(k);
-    auto* xq = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
-    pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) pk->quantize(x + t * k, xq + t * x_bytes, k, pk->offset);
-    });
-    xs = xq;
   }
-  const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(n_out / kPackRows);
+  const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(w.ne[1] / kPackRows);
   const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);
-  const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
-  pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t b = r0; b < r1; b += rows_per_tile) {
-      const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
-      pk->gemm(k, static_cast<const uint8_t*>(w.data) + b / kPackRows * group_bytes,
-               (e - b) / kPackRows, xs, x_bytes, m, y + b, n_out);
-    }
-  });
+  const int64_t n_rows = set.rows();
+  const int64_t grain = row_grain(n_rows, m, rows_per_tile, pool.size());
+  pool.parallel_for(n_rows, grain, [&](int64_t r0, int64_t r1) { set.run(r0, r1, rows_per_tile, xs, x_bytes, m); });
 }
 
 }  // namespace
@@ -108,7 +139,13 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
     return;
   }
 
-  if (w.packed) return matmul_packed(w, x, m, y, scratch, pool);
+  if (w.packed) {
+    const PackedKernels* pk = packed_kernels(w.dtype);
+    if (!pk) no_kernels(w);
+    const TensorView* ws[] = {&w};
+    float* ys[] = {y};
+    return matmul_packed({ws, ys, pk}, x, m, scratch, pool);
+  }
 
   if (const FloatKernels* fk = float_kernels(w.dtype)) {
     const size_t chunk_bytes =
@@ -151,6 +188,17 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
         for (int64_t r = b; r < e; ++r) y[t * n_out + r] = tk->vec_dot(k, w.row(r), xq + t * x_stride);
     }
   });
+}
+
+void matmul_shared(std::span<const TensorView* const> ws, const float* x, int64_t m, std::span<float* const> ys,
+                   void* scratch, ThreadPool& pool) {
+  const TensorView& w0 = *ws[0];
+  const bool one_set = std::all_of(ws.begin(), ws.end(), [&](const TensorView* w) {
+    return w->packed && w->dtype == w0.dtype && w->ne[0] == w0.ne[0] && w->ne[0] > 0;
+  });
+  const PackedKernels* pk = one_set ? packed_kernels(w0.dtype) : nullptr;
+  if (pk) return matmul_packed({ws, ys, pk}, x, m, scratch, pool);
+  for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, m, ys[i], scratch, pool);
 }
 
 }  // namespace duet

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
@@ -16,6 +17,11 @@ namespace duet {
 void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scratch,
             ThreadPool& pool);
 size_t activation_scratch_bytes(const TensorView& w, int64_t m);
+// matmul of each ws[i] into ys[i], all on the same x (q, k and v; gate and
+// up): packed weights of one dtype have x quantized once and share one
+// parallel region; results equal separate matmul calls bit for bit.
+void matmul_shared(std::span<const TensorView* const> ws, const float* x, int64_t m, std::span<float* const> ys,
+                   void* scratch, ThreadPool& pool);
 
 // y = x / rms(x) * weight, per row of n; eps inside the root.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);

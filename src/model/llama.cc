@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #include "formats/llama_names.h"
 #include "kernels/attention.h"
@@ -78,6 +79,13 @@ class LlamaModel final : public Model {
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
     if (observer_) observer_->observe(w, x, m);
     matmul(w, x, m, y, ws_.scratch.data(), pool);
+  }
+  // Matrices reading the same x (q, k, v; gate, up): quantized once.
+  void mm_shared(std::initializer_list<const TensorView*> ws, const float* x, int32_t m,
+                 std::initializer_list<float*> ys, ThreadPool& pool) {
+    if (observer_)
+      for (const TensorView* w : ws) observer_->observe(*w, x, m);
+    matmul_shared(std::span(ws.begin(), ws.size()), x, m, std::span(ys.begin(), ys.size()), ws_.scratch.data(), pool);
   }
 
   const TensorView* embd_ = nullptr;         // [n_vocab rows][dim]
@@ -251,9 +259,7 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   for (int32_t i = 0; i < n; ++i)
     rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim],
             c.dim, c.rms_eps);
-  mm(*w.wq, ws_.xn.data(), n, ws_.q.data(), pool);
-  mm(*w.wk, ws_.xn.data(), n, ws_.k.data(), pool);
-  mm(*w.wv, ws_.xn.data(), n, ws_.v.data(), pool);
+  mm_shared({w.wq, w.wk, w.wv}, ws_.xn.data(), n, {ws_.q.data(), ws_.k.data(), ws_.v.data()}, pool);
   add_bias(ws_.q.data(), w.bq, n, c.q_dim());
   add_bias(ws_.k.data(), w.bk, n, c.kv_dim());
   add_bias(ws_.v.data(), w.bv, n, c.kv_dim());
@@ -306,8 +312,7 @@ void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
   for (int32_t i = 0; i < n; ++i)
     rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim],
             c.dim, c.rms_eps);
-  mm(*w.w_gate, ws_.xn.data(), n, ws_.gate.data(), pool);
-  mm(*w.w_up, ws_.xn.data(), n, ws_.up.data(), pool);
+  mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
   // Split across the pool in whole rows' worth of work (exp per element).
   const auto row = static_cast<int64_t>(ffn);
   pool.parallel_for(n, std::max<int64_t>(1, 16384 / row), [&](int64_t r0, int64_t r1) {

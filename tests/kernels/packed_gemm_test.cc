@@ -225,5 +225,48 @@ TEST(PackedGemm, MatmulIsTheSameForAnyBatchAndThreadCount) {
   }
 }
 
+TEST(PackedGemm, SharedInputMatmulEqualsSeparateCalls) {
+  // q, k, v (or gate, up) through matmul_shared: one quantization of x and
+  // one parallel region, the same bits as one matmul per matrix. A set that
+  // mixes dtypes, or packed and file layout, takes the separate calls.
+  ThreadPool three(3);
+  const int64_t k = 512;  // whole Q4_K super-blocks
+  const int64_t rows[] = {64, 32, 48};
+  for (DType t : kPackedTypes) {
+    std::vector<QuantMatrix> ws;
+    std::vector<std::vector<uint8_t>> packed;
+    std::vector<TensorView> views;
+    for (int i = 0; i < 3; ++i) ws.push_back(random_matrix(t, k, rows[i], 30 + i));
+    if (!packable(ws[0].view)) GTEST_SKIP() << "no packed kernels on this machine";
+    for (int i = 0; i < 3; ++i) {
+      packed.push_back(packed_copy(ws[i].view));
+      views.push_back(ws[i].view);
+      views.back().data = packed.back().data();
+      views.back().packed = true;
+    }
+    for (bool mixed : {false, true}) {
+      if (mixed) views[1] = ws[1].view;  // file layout
+      for (int64_t m : {1, 7, 40}) {
+        const auto x = random_floats(static_cast<size_t>(k * m), 40 + static_cast<uint32_t>(m));
+        size_t scratch_bytes = 0;
+        for (const TensorView& v : views) scratch_bytes = std::max(scratch_bytes, activation_scratch_bytes(v, m));
+        std::vector<uint8_t> scratch(scratch_bytes);
+        std::vector<std::vector<float>> apart, together;
+        for (int i = 0; i < 3; ++i) {
+          apart.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+          together.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+          matmul(views[static_cast<size_t>(i)], x.data(), m, apart.back().data(), scratch.data(), three);
+        }
+        const TensorView* ws_ptrs[] = {&views[0], &views[1], &views[2]};
+        float* ys[] = {together[0].data(), together[1].data(), together[2].data()};
+        matmul_shared(ws_ptrs, x.data(), m, ys, scratch.data(), three);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_TRUE(same_bits(apart[static_cast<size_t>(i)], together[static_cast<size_t>(i)]))
+              << dtype_name(t) << " matrix " << i << " m " << m << (mixed ? " mixed" : "");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace duet
