@@ -90,7 +90,7 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
 bool attend_vector_f32(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                        const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
   return kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
-         attend_f32_avx512(q, n_group, head_dim, kv, begin, end, scale, out);
+         attend_rows_f32_avx512(q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
 }
 
 }  // namespace
@@ -107,6 +107,24 @@ void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t he
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
   if (attend_vector_f32(level, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   attend(TableRows{*kv_row_kernels_at(kv.type, level)}, q, n_group, head_dim, kv, begin, end, scale, out);
+}
+
+void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
+                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                       size_t out_stride) {
+  static const CpuLevel level = active_cpu_level();
+  for (int32_t r0 = 0; r0 < n_rows; r0 += kMaxAttnRows) {
+    const int32_t n = std::min(kMaxAttnRows, n_rows - r0);
+    const float* qr = q + static_cast<size_t>(r0) * q_stride;
+    float* outr = out + static_cast<size_t>(r0) * out_stride;
+    if (kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
+        attend_rows_f32_avx512(qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr,
+                               out_stride))
+      continue;
+    for (int32_t r = 0; r < n; ++r)
+      attend_paged(qr + static_cast<size_t>(r) * q_stride, n_group, head_dim, kv, begins[r0 + r], ends[r0 + r],
+                   scale, outr + static_cast<size_t>(r) * out_stride);
+  }
 }
 
 }  // namespace duet

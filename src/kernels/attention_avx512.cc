@@ -1,19 +1,25 @@
 // AVX-512 attention over an f32 paged cache, for head dims that are whole
-// vectors (16, 32, ..., 128). Per query head and block of up to 16 keys: 16
-// dot products (one vector accumulator each, no horizontal sum per key),
-// folded into one vector of 16 scores by a transposing reduction (45
-// shuffles and adds instead of 16 full reductions); softmax weights for the
-// 16 keys at once with a vector exp; then the weighted values added into the
-// head's output row. Prefill spends most of its non-matmul time here: the
-// scalar loops ran at ~1 GFLOP/s, 44 % of a 512-token prefill.
+// vectors (16, 32, ..., 128), for a tile of query rows (consecutive tokens of
+// one sequence, each with the n_group heads of one KV head). Per 16-key
+// block of the cache:
+//   - K is transposed once (keys in lanes), so a query's 16 scores are one
+//     chain of head_dim fmas with no horizontal sums, 8 queries at a time;
+//   - per query, an online softmax over the block (vector exp; no rescaling
+//     when the block does not raise the running max);
+//   - the weighted values go into the outputs of up to 4 heads of a row at a
+//     time (they share the row's keys), each V vector loaded once for them.
+// Every query's arithmetic is the same whatever else shares its tile, so a
+// row gets the bits it gets alone (decode) inside any prefill chunk.
+// The single-row kernel this replaces, with one horizontal reduction per
+// 16 keys and a query at a time, spent 14 % of a 512-token prefill here.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/attention.h"
-#include "kernels/kv_kernels.h"
 #include "kernels/vec_math_avx512.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -23,119 +29,191 @@ namespace duet {
 namespace {
 
 constexpr int kKeys = 16;
+constexpr int kMaxQueries = kMaxAttnRows * kMaxAttnGroup;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Lane j of the result = the sum of all lanes of a[j].
-inline __m512 transpose_sum(const __m512 (&a)[kKeys]) {
-  __m512 t[8], u[4], v[2];
-  for (int i = 0; i < 8; ++i)  // per 128-bit lane: a0+a2, b0+b2, a1+a3, b1+b3
-    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: the lane's sums of keys 4i..4i+3
-    const __m512d c = _mm512_castps_pd(t[2 * i]), d = _mm512_castps_pd(t[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)), _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
-  }
-  for (int i = 0; i < 2; ++i)  // pairs of 128-bit lanes summed
-    v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-// Scores of one query (D vectors) against `len` <= 16 key rows.
-template <int D, bool kFull>
-inline __m512 scores(const __m512 (&q)[D], const float* k, int32_t len, float scale) {
-  __m512 acc[kKeys];
-  #pragma GCC unroll 16
-  for (int j = 0; j < kKeys; ++j) {
-    acc[j] = _mm512_setzero_ps();
-    if (kFull || j < len) {
-      #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) acc[j] = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(k + (j * D + c) * 16), acc[j]);
+// kt[d] = element d of keys 0..15 (lane j: key j), for one block's 16 keys
+// (rows of D * 16 floats): per 16-element chunk, a 16 x 16 transpose.
+template <int D>
+void transpose_keys(const float* k, float (*kt)[kKeys]) {
+  for (int c = 0; c < D; ++c) {
+    __m512 r[16], t[16];
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(k + j * D * 16 + c * 16);
+    // Per 128-bit lane L: t[2i] = (r2i[4L], r2i+1[4L], r2i[4L+1], r2i+1[4L+1]), t[2i+1] the same for 4L+2, 4L+3.
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4i + q], lane L: element 4L + q of keys 4i..4i+3.
+    __m512 u[16];
+    for (int i = 0; i < 4; ++i) {
+      const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+      const __m512d e = _mm512_castps_pd(t[4 * i + 2]), f = _mm512_castps_pd(t[4 * i + 3]);
+      u[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, e));
+      u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, e));
+      u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, f));
+      u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, f));
+    }
+    // For each q, a 4 x 4 transpose of 128-bit lanes over the key quads.
+    for (int q = 0; q < 4; ++q) {
+      const __m512 v0 = _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(2, 0, 2, 0));
+      const __m512 v1 = _mm512_shuffle_f32x4(u[q], u[4 + q], _MM_SHUFFLE(3, 1, 3, 1));
+      const __m512 v2 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], _MM_SHUFFLE(2, 0, 2, 0));
+      const __m512 v3 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], _MM_SHUFFLE(3, 1, 3, 1));
+      _mm512_store_ps(kt[c * 16 + 0 + q], _mm512_shuffle_f32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_store_ps(kt[c * 16 + 8 + q], _mm512_shuffle_f32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1)));
+      _mm512_store_ps(kt[c * 16 + 4 + q], _mm512_shuffle_f32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_store_ps(kt[c * 16 + 12 + q], _mm512_shuffle_f32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1)));
     }
   }
-  return _mm512_mul_ps(transpose_sum(acc), _mm512_set1_ps(scale));
+}
+
+// s[u] = scale * (q_u · keys), U queries at once (one fma chain each, in d order).
+template <int D, int U>
+inline void scores(const float* const* qs, const float (*kt)[kKeys], float scale, float (*s)[kKeys]) {
+  __m512 acc[U];
+  #pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) acc[u] = _mm512_setzero_ps();
+  for (int d = 0; d < D * 16; ++d) {
+    const __m512 kd = _mm512_load_ps(kt[d]);
+    #pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(qs[u][d]), kd, acc[u]);
+  }
+  #pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) _mm512_store_ps(s[u], _mm512_mul_ps(acc[u], _mm512_set1_ps(scale)));
 }
 
 template <int D>
-void attend(const float* q, int32_t n_group, const PagedKv& kv, int32_t begin, int32_t end, float scale,
-            float* out) {
-  constexpr int32_t hd = D * 16;
-  constexpr int kMaxGroup = 64;
-  float m[kMaxGroup], l[kMaxGroup];
-  std::fill(m, m + n_group, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + n_group, 0.0f);
-  std::fill(out, out + static_cast<size_t>(n_group) * hd, 0.0f);
-  alignas(64) float p[kKeys];
-  for (int32_t start = begin; start < end;) {
-    const int32_t in_block = start % kv.block_tokens;
-    const int32_t len = std::min({kv.block_tokens - in_block, end - start, kKeys});
-    const size_t block = static_cast<size_t>(kv.block_ids[start / kv.block_tokens]);
-    const auto* k = reinterpret_cast<const float*>(kv.k_base + block * kv.block_stride) + in_block * hd;
-    const auto* v = reinterpret_cast<const float*>(kv.v_base + block * kv.block_stride) + in_block * hd;
-    start += len;
-    const __mmask16 valid = static_cast<__mmask16>((1u << len) - 1);
-    for (int32_t g = 0; g < n_group; ++g) {
-      __m512 qv[D];
-      #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) qv[c] = _mm512_loadu_ps(q + g * hd + c * 16);
-      const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
-                                          len == kKeys ? scores<D, true>(qv, k, len, scale)
-                                                       : scores<D, false>(qv, k, len, scale));
-      // Past the first blocks the running max rarely moves: then the sums
-      // so far need no rescaling (the factor would be exactly 1).
-      const float block_max = _mm512_reduce_max_ps(s);
-      const bool rescale = block_max > m[g];
-      const float new_max = rescale ? block_max : m[g];
-      const float correction = rescale ? std::exp(m[g] - new_max) : 1.0f;
-      const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp(_mm512_sub_ps(s, _mm512_set1_ps(new_max))));
-      l[g] = l[g] * correction + _mm512_reduce_add_ps(w);
-      m[g] = new_max;
-      _mm512_store_ps(p, w);
-      float* og = out + g * hd;
-      // Even and odd keys in separate sums: one chain of 16 dependent fmas
-      // per output vector left this loop bound by fma latency.
-      __m512 o[D], odd[D];
-      #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) {
-        o[c] = _mm512_loadu_ps(og + c * 16);
-        if (rescale) o[c] = _mm512_mul_ps(o[c], _mm512_set1_ps(correction));
-        odd[c] = _mm512_setzero_ps();
-      }
-      int32_t j = 0;
-      for (; j + 1 < len; j += 2) {
-        const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-        #pragma GCC unroll 8
-        for (int c = 0; c < D; ++c) {
-          o[c] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v + j * hd + c * 16), o[c]);
-          odd[c] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(v + (j + 1) * hd + c * 16), odd[c]);
-        }
-      }
-      if (j < len) {
-        const __m512 pj = _mm512_set1_ps(p[j]);
-        #pragma GCC unroll 8
-        for (int c = 0; c < D; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + j * hd + c * 16), o[c]);
-      }
-      #pragma GCC unroll 8
-      for (int c = 0; c < D; ++c) _mm512_storeu_ps(og + c * 16, _mm512_add_ps(o[c], odd[c]));
+void scores_any(const float* const* qs, int n, const float (*kt)[kKeys], float scale, float (*s)[kKeys]) {
+  for (; n >= 8; n -= 8, qs += 8, s += 8) scores<D, 8>(qs, kt, scale, s);
+  switch (n) {
+    case 7: return scores<D, 7>(qs, kt, scale, s);
+    case 6: return scores<D, 6>(qs, kt, scale, s);
+    case 5: return scores<D, 5>(qs, kt, scale, s);
+    case 4: return scores<D, 4>(qs, kt, scale, s);
+    case 3: return scores<D, 3>(qs, kt, scale, s);
+    case 2: return scores<D, 2>(qs, kt, scale, s);
+    case 1: return scores<D, 1>(qs, kt, scale, s);
+    default: return;
+  }
+}
+
+// One query's softmax step over a block: turns its scores into weights (0
+// outside `valid`), updates its running max and sum, and returns the factor
+// its output so far must be scaled by (1 when the max did not move).
+inline float softmax_step(float* s, __mmask16 valid, float& m, float& l) {
+  const __m512 v = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), valid, _mm512_load_ps(s));
+  const float block_max = _mm512_reduce_max_ps(v);
+  const bool rescale = block_max > m;
+  const float new_max = rescale ? block_max : m;
+  const float correction = rescale ? std::exp(m - new_max) : 1.0f;
+  const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp(_mm512_sub_ps(v, _mm512_set1_ps(new_max))));
+  l = l * correction + _mm512_reduce_add_ps(w);
+  m = new_max;
+  _mm512_store_ps(s, w);
+  return correction;
+}
+
+// outs[h] = outs[h] * corr[h] + sum_j p[h][j] v[j] over keys [j0, j1), H
+// heads of one row at once: one fma chain per output vector, in j order.
+template <int D, int H>
+inline void add_values(float* const* outs, const float* const* p, const float* corr, const float* v, int j0,
+                       int j1) {
+  __m512 o[H][D];
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 8
+    for (int c = 0; c < D; ++c) {
+      o[h][c] = _mm512_loadu_ps(outs[h] + c * 16);
+      if (corr[h] != 1.0f) o[h][c] = _mm512_mul_ps(o[h][c], _mm512_set1_ps(corr[h]));
+    }
+  for (int j = j0; j < j1; ++j) {
+    __m512 pj[H];
+    #pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) pj[h] = _mm512_set1_ps(p[h][j]);
+    #pragma GCC unroll 8
+    for (int c = 0; c < D; ++c) {
+      const __m512 vc = _mm512_loadu_ps(v + j * D * 16 + c * 16);
+      #pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) o[h][c] = _mm512_fmadd_ps(pj[h], vc, o[h][c]);
     }
   }
-  for (int32_t g = 0; g < n_group; ++g) {
-    const __m512 inv = _mm512_set1_ps(l[g] > 0.0f ? 1.0f / l[g] : 0.0f);
-    for (int c = 0; c < D; ++c) _mm512_storeu_ps(out + g * hd + c * 16, _mm512_mul_ps(_mm512_loadu_ps(out + g * hd + c * 16), inv));
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 8
+    for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[h] + c * 16, o[h][c]);
+}
+
+template <int D>
+void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, const PagedKv& kv,
+                 const int32_t* begins, const int32_t* ends, float scale, float* out, size_t out_stride) {
+  constexpr int hd = D * 16;
+  constexpr int kHeads = D <= 4 ? 4 : 2;  // heads whose outputs stay in registers together
+  const int nq = n_rows * n_group;
+  alignas(64) float kt[hd][kKeys];
+  alignas(64) float s[kMaxQueries][kKeys];
+  float m[kMaxQueries], l[kMaxQueries], corr[kMaxQueries];
+  const float* qs[kMaxQueries];
+  float* outs[kMaxQueries];
+  for (int r = 0; r < n_rows; ++r)
+    for (int g = 0; g < n_group; ++g) {
+      qs[r * n_group + g] = q + r * q_stride + g * hd;
+      outs[r * n_group + g] = out + r * out_stride + g * hd;
+      std::fill(outs[r * n_group + g], outs[r * n_group + g] + hd, 0.0f);
+    }
+  std::fill(m, m + nq, kNegInf);
+  std::fill(l, l + nq, 0.0f);
+  const int32_t lo = *std::min_element(begins, begins + n_rows);
+  const int32_t hi = *std::max_element(ends, ends + n_rows);
+  alignas(64) float staged[kKeys * hd];
+  for (int32_t blk0 = lo / kKeys * kKeys; blk0 < hi; blk0 += kKeys) {
+    const size_t block = static_cast<size_t>(kv.block_ids[blk0 / kKeys]);
+    const auto* k = reinterpret_cast<const float*>(kv.k_base + block * kv.block_stride);
+    const auto* v = reinterpret_cast<const float*>(kv.v_base + block * kv.block_stride);
+    // Keys some row of the tile reads; the others are never loaded (they may
+    // be another sequence's leftovers, or never written).
+    const int first = std::max(lo, blk0) - blk0, last = std::min(hi, blk0 + kKeys) - blk0;
+    if (first > 0 || last < kKeys) {
+      std::fill(staged, staged + kKeys * hd, 0.0f);
+      std::memcpy(staged + first * hd, k + first * hd, static_cast<size_t>(last - first) * hd * sizeof(float));
+      k = staged;
+    }
+    transpose_keys<D>(k, kt);
+    scores_any<D>(qs, nq, kt, scale, s);
+    for (int r = 0; r < n_rows; ++r) {
+      const int j0 = std::max(begins[r], blk0) - blk0, j1 = std::min(ends[r], blk0 + kKeys) - blk0;
+      if (j0 >= j1) continue;  // nothing of this row in the block
+      const auto valid = static_cast<__mmask16>(((1u << j1) - 1) & ~((1u << j0) - 1));
+      const int base = r * n_group;
+      for (int g = 0; g < n_group; ++g) corr[base + g] = softmax_step(s[base + g], valid, m[base + g], l[base + g]);
+      const float* p[kMaxAttnGroup];
+      for (int g = 0; g < n_group; ++g) p[g] = s[base + g];
+      int g = 0;
+      for (; g + kHeads <= n_group; g += kHeads)
+        add_values<D, kHeads>(outs + base + g, p + g, corr + base + g, v, j0, j1);
+      for (; g < n_group; ++g) add_values<D, 1>(outs + base + g, p + g, corr + base + g, v, j0, j1);
+    }
+  }
+  for (int i = 0; i < nq; ++i) {
+    const __m512 inv = _mm512_set1_ps(l[i] > 0.0f ? 1.0f / l[i] : 0.0f);
+    for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[i] + c * 16, _mm512_mul_ps(_mm512_loadu_ps(outs[i] + c * 16), inv));
   }
 }
 
 }  // namespace
 
-bool attend_f32_avx512(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv, int32_t begin,
-                       int32_t end, float scale, float* out) {
+bool attend_rows_f32_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
+                            const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                            size_t out_stride) {
+  if (kv.block_tokens != kKeys || n_rows > kMaxAttnRows || n_group > kMaxAttnGroup) return false;
   switch (head_dim) {
-    case 16: attend<1>(q, n_group, kv, begin, end, scale, out); return true;
-    case 32: attend<2>(q, n_group, kv, begin, end, scale, out); return true;
-    case 48: attend<3>(q, n_group, kv, begin, end, scale, out); return true;
-    case 64: attend<4>(q, n_group, kv, begin, end, scale, out); return true;
-    case 80: attend<5>(q, n_group, kv, begin, end, scale, out); return true;
-    case 96: attend<6>(q, n_group, kv, begin, end, scale, out); return true;
-    case 128: attend<8>(q, n_group, kv, begin, end, scale, out); return true;
+    case 16: attend_rows<1>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 32: attend_rows<2>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 48: attend_rows<3>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 64: attend_rows<4>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 80: attend_rows<5>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 96: attend_rows<6>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 128: attend_rows<8>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     default: return false;
   }
 }

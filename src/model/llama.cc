@@ -53,6 +53,8 @@ struct Workspace {
   std::vector<float> gate;   // [n][ffn]
   std::vector<float> up;     // [n][ffn]
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
+  std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
+  std::vector<int32_t> attn_tiles;             // first row of each attention tile, then n
 };
 
 class LlamaModel final : public Model {
@@ -281,23 +283,39 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   const int32_t group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const size_t block_stride = cache.block_stride();
-  // Jobs are (row, KV head) pairs; batch them so each range is worth a
+  // Each row's key range, and tiles of consecutive rows of one sequence (a
+  // prefill chunk's): the rows of a tile share each block of K/V they read.
+  ws_.attn_begin.resize(static_cast<size_t>(n));
+  ws_.attn_end.resize(static_cast<size_t>(n));
+  ws_.attn_tiles.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const auto u = static_cast<size_t>(i);
+    ws_.attn_end[u] = batch.positions[u] + 1;
+    ws_.attn_begin[u] = c.sliding_window > 0 ? std::max(0, ws_.attn_end[u] - c.sliding_window) : 0;
+    const bool joins = i > 0 && batch.seq[u] == batch.seq[u - 1] && batch.positions[u] == batch.positions[u - 1] + 1 &&
+                       i - ws_.attn_tiles.back() < kMaxAttnRows;
+    if (!joins) ws_.attn_tiles.push_back(i);
+  }
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size());
+  ws_.attn_tiles.push_back(n);
+  // Jobs are (tile, KV head) pairs; batch them so each range is worth a
   // thread wake-up (~64K multiply-adds), which keeps tiny models on one thread.
   int64_t keys = 0;
   for (int32_t i = 0; i < n; ++i) keys += batch.positions[static_cast<size_t>(i)] + 1;
-  const int64_t work_per_job = std::max<int64_t>(1, keys / n * group * c.head_dim * 2);
+  const int64_t work_per_job = std::max<int64_t>(1, keys / n_tiles * group * c.head_dim * 2);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_job);
-  pool.parallel_for(static_cast<int64_t>(n) * c.n_kv_heads, grain, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(n_tiles * c.n_kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
-      const auto i = static_cast<size_t>(job / c.n_kv_heads);
+      const auto tile = static_cast<size_t>(job / c.n_kv_heads);
       const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
+      const int32_t r0 = ws_.attn_tiles[tile], rows = ws_.attn_tiles[tile + 1] - r0;
+      const auto i = static_cast<size_t>(r0);
       const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
       const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
                        table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
       const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
-      const int32_t end = batch.positions[i] + 1;
-      const int32_t begin = c.sliding_window > 0 ? std::max(0, end - c.sliding_window) : 0;
-      attend_paged(&ws_.q[q_off], group, c.head_dim, kv, begin, end, scale, &ws_.att[q_off]);
+      attend_paged_rows(&ws_.q[q_off], q_dim, rows, group, c.head_dim, kv, &ws_.attn_begin[i], &ws_.attn_end[i], scale,
+                        &ws_.att[q_off], q_dim);
     }
   });
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -173,6 +174,49 @@ TEST(Attention, F32LevelsDifferByRoundingOnly) {
   attend_paged_at(active_cpu_level(), c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, active.data());
   attend_paged(c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, dispatched.data());
   EXPECT_EQ(dispatched, active);
+}
+
+TEST(Attention, RowsEqualEachRowAloneBitForBit) {
+  // A prefill chunk's rows through attend_paged_rows: causal ends, then
+  // sliding-window begins (rows of one tile start in different blocks), 11
+  // rows (more than one tile of the AVX-512 kernel). Each row's bits are
+  // the ones attend_paged gives it alone, for every KV type, and f32 stays
+  // within rounding of the double reference.
+  for (int32_t hd : {64, 128}) {
+    for (int32_t group : {1, 8}) {
+      const Case c(hd, group, 90, static_cast<uint32_t>(hd + group));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      const int32_t n_rows = 11;
+      const size_t stride = static_cast<size_t>(group * hd);
+      const auto q = random_floats(stride * n_rows, 77);
+      for (int32_t window : {0, 20}) {
+        std::vector<int32_t> begins, ends;
+        for (int32_t r = 0; r < n_rows; ++r) {
+          ends.push_back(70 + r + 1);  // rows at positions 70..80
+          begins.push_back(window > 0 ? ends.back() - window : 0);
+        }
+        for (KvType t : kAllTypes) {
+          const KvCache cache = c.fill(t);
+          std::vector<float> rows(stride * n_rows, NAN);
+          attend_paged_rows(q.data(), stride, n_rows, group, hd, c.view(cache), begins.data(), ends.data(), scale,
+                            rows.data(), stride);
+          for (int32_t r = 0; r < n_rows; ++r) {
+            std::vector<float> alone(stride, NAN);
+            attend_paged(q.data() + r * stride, group, hd, c.view(cache), begins[static_cast<size_t>(r)],
+                         ends[static_cast<size_t>(r)], scale, alone.data());
+            ASSERT_EQ(std::memcmp(alone.data(), rows.data() + r * stride, stride * sizeof(float)), 0)
+                << kv_type_name(t) << " head_dim " << hd << " group " << group << " window " << window << " row " << r;
+            if (t != KvType::F32) continue;
+            Case row = c;
+            row.q.assign(q.begin() + static_cast<std::ptrdiff_t>(r * stride),
+                         q.begin() + static_cast<std::ptrdiff_t>((r + 1) * stride));
+            const auto exact = reference(row, c.k, c.v, begins[static_cast<size_t>(r)], ends[static_cast<size_t>(r)], scale);
+            EXPECT_LT(max_diff(alone, exact), 1e-6) << "head_dim " << hd << " group " << group << " row " << r;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
