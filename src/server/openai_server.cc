@@ -1,5 +1,7 @@
 #include "server/openai_server.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -139,7 +141,23 @@ void respond_whole(httplib::Response& res, std::shared_ptr<Channel> channel,
 
 OpenAiServer::OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config)
     : model_(model), loop_(loop), config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
+  // httplib's defaults, plus a note of the socket so bind() can widen its
+  // backlog.
+  http_->set_socket_options([this](int fd) {
+    httplib::default_socket_options(fd);
+    listen_fd_ = fd;
+  });
   routes();
+}
+
+// httplib (as Debian builds it) listens with a backlog of 5: a burst of
+// connections beyond that (16 clients starting at once) had some dropped
+// by the kernel before accept, and those clients saw their connection
+// reset. A second listen() on the bound socket sets the backlog anew.
+Status OpenAiServer::widen_backlog() {
+  if (listen_fd_ < 0 || ::listen(listen_fd_, SOMAXCONN) != 0)
+    return err("cannot set the listen backlog on ", config_.host);
+  return {};
 }
 
 OpenAiServer::~OpenAiServer() { stop(); }
@@ -148,10 +166,12 @@ Result<int> OpenAiServer::bind() {
   if (config_.port == 0) {
     const int port = http_->bind_to_any_port(config_.host);
     if (port <= 0) return err("cannot listen on ", config_.host, " (any port)");
+    DUET_TRY(widen_backlog());
     return port;
   }
   if (!http_->bind_to_port(config_.host, config_.port))
     return err("cannot listen on ", config_.host, ":", config_.port, " (in use, or not an address here?)");
+  DUET_TRY(widen_backlog());
   return config_.port;
 }
 

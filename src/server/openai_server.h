@@ -52,6 +52,7 @@ class OpenAiServer {
 
  private:
   void routes();
+  Status widen_backlog();
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
 
 
@@ -59,6 +60,7 @@ class OpenAiServer {
   EngineLoop& loop_;
   ServerConfig config_;
   std::unique_ptr<httplib::Server> http_;
+  int listen_fd_ = -1;  // the listening socket, once bound
   std::atomic<int64_t> next_id_{1};
 };
 
