@@ -253,14 +253,24 @@ void LlamaModel::embed(const Batch& batch) {
                 ws_.x.data() + static_cast<size_t>(i) * config_.dim, config_.dim);
 }
 
+// fn(i) for each of n rows of `width` floats, on the pool when the batch is
+// large enough to pay for the wake-up (a prefill chunk, not a decode step).
+template <class F>
+void for_rows(ThreadPool& pool, int32_t n, size_t width, F&& fn) {
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 15) / std::max<size_t>(width, 1)));
+  pool.parallel_for(n, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) fn(static_cast<int32_t>(i));
+  });
+}
+
 void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const int32_t n = batch.size();
   const size_t dim = static_cast<size_t>(c.dim);
-  for (int32_t i = 0; i < n; ++i)
-    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim],
-            c.dim, c.rms_eps);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
+  });
   mm_shared({w.wq, w.wk, w.wv}, ws_.xn.data(), n, {ws_.q.data(), ws_.k.data(), ws_.v.data()}, pool);
   add_bias(ws_.q.data(), w.bq, n, c.q_dim());
   add_bias(ws_.k.data(), w.bk, n, c.kv_dim());
@@ -268,7 +278,8 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
 
   const size_t q_dim = static_cast<size_t>(c.q_dim()), kv_dim = static_cast<size_t>(c.kv_dim());
   const size_t hd = static_cast<size_t>(c.head_dim);
-  for (int32_t i = 0; i < n; ++i) {
+  // Rows write distinct cache slots: they may go in parallel.
+  for_rows(pool, n, q_dim + 2 * kv_dim, [&](int32_t i) {
     const int32_t pos = batch.positions[static_cast<size_t>(i)];
     const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
     rotate(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq_.data());
@@ -278,7 +289,7 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
     const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
     cache.store(layer, block, pos % kBlockTokens, &ws_.k[i * kv_dim], &ws_.v[i * kv_dim]);
-  }
+  });
 
   const int32_t group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -320,16 +331,18 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   });
 
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
-  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) ws_.x[j] += ws_.proj[j];
+  for_rows(pool, n, dim, [&](int32_t i) {
+    for (size_t j = i * dim; j < (i + 1) * dim; ++j) ws_.x[j] += ws_.proj[j];
+  });
 }
 
 void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.ffn_dim);
-  for (int32_t i = 0; i < n; ++i)
-    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim],
-            c.dim, c.rms_eps);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
+  });
   mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
   // Split across the pool in whole rows' worth of work (exp per element).
   const auto row = static_cast<int64_t>(ffn);
@@ -338,7 +351,9 @@ void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
     swiglu(ws_.gate.data() + off, ws_.up.data() + off, ws_.gate.data() + off, (r1 - r0) * row);
   });
   mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
-  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) ws_.x[j] += ws_.proj[j];
+  for_rows(pool, n, dim, [&](int32_t i) {
+    for (size_t j = i * dim; j < (i + 1) * dim; ++j) ws_.x[j] += ws_.proj[j];
+  });
 }
 
 Status LlamaModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
