@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 duet=build/duet
 model=${1:?usage: $0 MODEL.gguf [THREADS] [PREFIX_WORDS]}
 threads=${2:-2}
-prefix_words=${3:-650}
+# A ~1000-token shared system prompt: the mix's words are one
+# token each in the Llama 2 vocabulary (measured with `duet tokenize`).
+prefix_words=${3:-1000}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
