@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -69,6 +70,7 @@ Result<MappedFile> MappedFile::open(const std::string& path, LoadMode mode) {
     }
     f.data_ = static_cast<const uint8_t*>(p);
     f.mapped_ = f.size_;
+    f.from_file_ = true;
   }
   ::close(fd);
   return f;
@@ -76,7 +78,8 @@ Result<MappedFile> MappedFile::open(const std::string& path, LoadMode mode) {
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      mapped_(std::exchange(o.mapped_, 0)), path_(std::move(o.path_)) {}
+      mapped_(std::exchange(o.mapped_, 0)), from_file_(std::exchange(o.from_file_, false)),
+      path_(std::move(o.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
@@ -84,6 +87,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     mapped_ = std::exchange(o.mapped_, 0);
+    from_file_ = std::exchange(o.from_file_, false);
     path_ = std::move(o.path_);
   }
   return *this;
@@ -95,5 +99,14 @@ void MappedFile::release() {
 }
 
 MappedFile::~MappedFile() { release(); }
+
+void MappedFile::drop_pages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  const auto lo = reinterpret_cast<uintptr_t>(data_);
+  if (!from_file_ || begin < lo || end > lo + size_) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 }  // namespace duet

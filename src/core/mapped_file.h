@@ -31,6 +31,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Hands the whole pages inside [p, p + n) back to the kernel when they are
+  // mapped from the file: a later read faults them in again from it. A
+  // copy in memory (kRead), or a range not in this file, is left alone.
+  void drop_pages(const void* p, size_t n) const;
 
  private:
   void release();
@@ -38,6 +42,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t mapped_ = 0;  // bytes to munmap (size_ rounded up for kRead)
+  bool from_file_ = false;  // pages mapped from the file (kMap), not a copy
   std::string path_;
 };
 

@@ -77,6 +77,9 @@ class GgufFile {
   size_t alignment() const { return alignment_; }
   const std::string& path() const { return path_; }
   size_t file_size() const { return file_.size(); }
+  // Lets the kernel reclaim a tensor's pages when they are mapped from the
+  // file (see MappedFile::drop_pages); reading the tensor later still works.
+  void drop_pages(const TensorView& t) const { file_.drop_pages(t.data, t.nbytes); }
   size_t data_offset() const { return data_offset_; }
 
   // Keys in file order.

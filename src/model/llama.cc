@@ -154,12 +154,21 @@ Status LlamaModel::bind() {
 
 // After bind: every matrix the int8 kernels can take packed is swapped for
 // its packed copy. A tied head gets a copy of its own; embed() keeps reading
-// the embedding's rows in file layout.
+// the embedding's rows in file layout. The mapped pages of what was copied
+// go back to the kernel a layer at a time, so the process holds the weights
+// once (plus a layer while loading), not twice.
 Status LlamaModel::pack_matrices() {
-  std::vector<const TensorView**> slots{&output_};
-  for (LayerWeights& w : layers_)
-    for (const TensorView** t : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) slots.push_back(t);
-  return packed_.pack(slots);
+  auto pack = [&](std::vector<const TensorView**> slots) -> Status {
+    std::vector<const TensorView*> sources;
+    for (const TensorView** slot : slots) sources.push_back(*slot);
+    DUET_TRY(packed_.pack(slots));
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (*slots[i] != sources[i] && sources[i] != embd_) file_.drop_pages(*sources[i]);
+    return {};
+  };
+  DUET_TRY(pack({&output_}));
+  for (LayerWeights& w : layers_) DUET_TRY(pack({&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}));
+  return {};
 }
 
 Status LlamaModel::bind_rope() {

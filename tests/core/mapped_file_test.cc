@@ -43,6 +43,27 @@ TEST(MappedFile, BothModesSeeTheSameBytes) {
   std::remove(path.c_str());
 }
 
+TEST(MappedFile, DroppedPagesReadBackTheSameBytes) {
+  // Packing hands the pages of copied tensors back (drop_pages): a mapped
+  // file faults them in again from the file; a copy in memory ignores the
+  // call (its pages have nothing behind them); ranges outside the file and
+  // partial pages are left alone.
+  std::vector<uint8_t> bytes((size_t{1} << 20) + 777);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2246822519u >> 11);
+  const std::string path = write_file("drop", bytes);
+  for (LoadMode mode : {LoadMode::kMap, LoadMode::kRead}) {
+    Result<MappedFile> f = MappedFile::open(path, mode);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    f->drop_pages(f->data() + 1000, 600000);
+    f->drop_pages(f->data(), bytes.size());
+    const std::vector<uint8_t> elsewhere(8192, 1);
+    f->drop_pages(elsewhere.data(), elsewhere.size());
+    EXPECT_EQ(std::memcmp(f->data(), bytes.data(), bytes.size()), 0);
+    EXPECT_EQ(elsewhere, std::vector<uint8_t>(8192, 1));
+  }
+  std::remove(path.c_str());
+}
+
 TEST(MappedFile, EmptyFileInBothModes) {
   const std::string path = write_file("empty", {});
   for (LoadMode mode : {LoadMode::kMap, LoadMode::kRead}) {
