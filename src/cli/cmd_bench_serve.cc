@@ -134,10 +134,13 @@ Sample run_one(const std::string& host, int port, const std::string& key, const 
       if (!j.contains("choices") || j["choices"].empty()) continue;
       if (j["choices"][0].value("text", "").empty()) continue;
       const auto now = Clock::now();
-      if (first) s.ttft = std::chrono::duration<double>(now - t0).count();
-      else s.itl.push_back(std::chrono::duration<double>(now - last).count());
-      if (first) s.first_at = std::chrono::duration<double>(now - start).count();
       s.last_at = std::chrono::duration<double>(now - start).count();
+      if (first) {
+        s.ttft = std::chrono::duration<double>(now - t0).count();
+        s.first_at = s.last_at;
+      } else {
+        s.itl.push_back(std::chrono::duration<double>(now - last).count());
+      }
       first = false;
       last = now;
     }

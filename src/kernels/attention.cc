@@ -10,7 +10,6 @@
 namespace duet {
 namespace {
 
-constexpr int32_t kMaxGroup = 64;
 constexpr int32_t kMaxBlock = 64;
 
 // The row kernels of any type and level, through the dispatch table.
@@ -41,7 +40,7 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
   const size_t row_bytes = kv_row_bytes(kv.type, head_dim);
   const size_t n_scales = static_cast<size_t>(kv_row_scales(kv.type, head_dim));
   // Running max and denominator per query head; out holds the unnormalized sum.
-  float m[kMaxGroup], l[kMaxGroup], s[kMaxBlock];
+  float m[kMaxAttnGroup], l[kMaxAttnGroup], s[kMaxBlock];
   std::fill(m, m + n_group, -std::numeric_limits<float>::infinity());
   std::fill(l, l + n_group, 0.0f);
   std::fill(out, out + static_cast<size_t>(n_group) * head_dim, 0.0f);
@@ -85,12 +84,17 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
   }
 }
 
-
 // The AVX-512 f32 kernel, where the cache type, level and head dim allow it.
+bool vector_f32_rows(CpuLevel level, const float* q, size_t q_stride, int32_t n_rows, int32_t n_group,
+                     int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale,
+                     float* out, size_t out_stride) {
+  return kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
+         attend_rows_f32_avx512(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale, out, out_stride);
+}
+
 bool attend_vector_f32(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                        const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
-  return kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
-         attend_rows_f32_avx512(q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
+  return vector_f32_rows(level, q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
 }
 
 }  // namespace
@@ -117,9 +121,8 @@ void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t 
     const int32_t n = std::min(kMaxAttnRows, n_rows - r0);
     const float* qr = q + static_cast<size_t>(r0) * q_stride;
     float* outr = out + static_cast<size_t>(r0) * out_stride;
-    if (kv.type == KvType::F32 && level == CpuLevel::kAvx512 &&
-        attend_rows_f32_avx512(qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr,
-                               out_stride))
+    if (vector_f32_rows(level, qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr,
+                        out_stride))
       continue;
     for (int32_t r = 0; r < n; ++r)
       attend_paged(qr + static_cast<size_t>(r) * q_stride, n_group, head_dim, kv, begins[r0 + r], ends[r0 + r],

@@ -55,6 +55,7 @@ struct Workspace {
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
   std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
   std::vector<int32_t> attn_tiles;             // first row of each attention tile, then n
+  int64_t attn_grain = 1;                      // (tile, KV head) jobs per parallel_for range
 };
 
 class LlamaModel final : public Model {
@@ -76,6 +77,7 @@ class LlamaModel final : public Model {
   Status check_batch(const Batch& batch, const KvCache& cache) const;
   void ensure_workspace(int32_t n);
   void embed(const Batch& batch);
+  void plan_attention(const Batch& batch);
   void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
@@ -272,6 +274,33 @@ void for_rows(ThreadPool& pool, int32_t n, size_t width, F&& fn) {
   });
 }
 
+// Each row's key range, and tiles of consecutive rows of one sequence (a
+// prefill chunk's): the rows of a tile share each block of K/V they read.
+// The same for every layer, so planned once per forward pass.
+void LlamaModel::plan_attention(const Batch& batch) {
+  const ModelConfig& c = config_;
+  const int32_t n = batch.size();
+  ws_.attn_begin.resize(static_cast<size_t>(n));
+  ws_.attn_end.resize(static_cast<size_t>(n));
+  ws_.attn_tiles.clear();
+  int64_t keys = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto u = static_cast<size_t>(i);
+    ws_.attn_end[u] = batch.positions[u] + 1;
+    ws_.attn_begin[u] = c.sliding_window > 0 ? std::max(0, ws_.attn_end[u] - c.sliding_window) : 0;
+    keys += ws_.attn_end[u];
+    const bool joins = i > 0 && batch.seq[u] == batch.seq[u - 1] && batch.positions[u] == batch.positions[u - 1] + 1 &&
+                       i - ws_.attn_tiles.back() < kMaxAttnRows;
+    if (!joins) ws_.attn_tiles.push_back(i);
+  }
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size());
+  ws_.attn_tiles.push_back(n);
+  // Jobs are (tile, KV head) pairs; batch them so each range is worth a
+  // thread wake-up (~64K multiply-adds), which keeps tiny models on one thread.
+  const int64_t work_per_job = std::max<int64_t>(1, keys / n_tiles * (c.n_heads / c.n_kv_heads) * c.head_dim * 2);
+  ws_.attn_grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_job);
+}
+
 void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
@@ -303,28 +332,8 @@ void LlamaModel::attention_block(int layer, const Batch& batch, KvCache& cache, 
   const int32_t group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const size_t block_stride = cache.block_stride();
-  // Each row's key range, and tiles of consecutive rows of one sequence (a
-  // prefill chunk's): the rows of a tile share each block of K/V they read.
-  ws_.attn_begin.resize(static_cast<size_t>(n));
-  ws_.attn_end.resize(static_cast<size_t>(n));
-  ws_.attn_tiles.clear();
-  for (int32_t i = 0; i < n; ++i) {
-    const auto u = static_cast<size_t>(i);
-    ws_.attn_end[u] = batch.positions[u] + 1;
-    ws_.attn_begin[u] = c.sliding_window > 0 ? std::max(0, ws_.attn_end[u] - c.sliding_window) : 0;
-    const bool joins = i > 0 && batch.seq[u] == batch.seq[u - 1] && batch.positions[u] == batch.positions[u - 1] + 1 &&
-                       i - ws_.attn_tiles.back() < kMaxAttnRows;
-    if (!joins) ws_.attn_tiles.push_back(i);
-  }
-  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size());
-  ws_.attn_tiles.push_back(n);
-  // Jobs are (tile, KV head) pairs; batch them so each range is worth a
-  // thread wake-up (~64K multiply-adds), which keeps tiny models on one thread.
-  int64_t keys = 0;
-  for (int32_t i = 0; i < n; ++i) keys += batch.positions[static_cast<size_t>(i)] + 1;
-  const int64_t work_per_job = std::max<int64_t>(1, keys / n_tiles * group * c.head_dim * 2);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_job);
-  pool.parallel_for(n_tiles * c.n_kv_heads, grain, [&](int64_t begin, int64_t end) {
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size()) - 1;
+  pool.parallel_for(n_tiles * c.n_kv_heads, ws_.attn_grain, [&](int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
       const auto tile = static_cast<size_t>(job / c.n_kv_heads);
       const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
@@ -353,11 +362,9 @@ void LlamaModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
     rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
   });
   mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
-  // Split across the pool in whole rows' worth of work (exp per element).
-  const auto row = static_cast<int64_t>(ffn);
-  pool.parallel_for(n, std::max<int64_t>(1, 16384 / row), [&](int64_t r0, int64_t r1) {
-    const size_t off = static_cast<size_t>(r0 * row);
-    swiglu(ws_.gate.data() + off, ws_.up.data() + off, ws_.gate.data() + off, (r1 - r0) * row);
+  // An exp per element: weighed as twice a row's width.
+  for_rows(pool, n, 2 * ffn, [&](int32_t i) {
+    swiglu(&ws_.gate[i * ffn], &ws_.up[i * ffn], &ws_.gate[i * ffn], static_cast<int64_t>(ffn));
   });
   mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
   for_rows(pool, n, dim, [&](int32_t i) {
@@ -371,6 +378,7 @@ Status LlamaModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
   if (n == 0) return {};
   ensure_workspace(n);
   embed(batch);
+  plan_attention(batch);
   for (int l = 0; l < config_.n_layers; ++l) {
     attention_block(l, batch, cache, pool);
     ffn_block(l, n, pool);
