@@ -62,6 +62,9 @@ class Sampler {
 
  private:
   void apply_penalties(float* logits, int32_t n_vocab, std::span<const int32_t> history);
+  void scale(const float* logits, int32_t n_vocab);
+  void select_head();
+  bool in_tail(size_t id) const;
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -70,6 +73,9 @@ class Sampler {
     float logit;
     int32_t id;
   };
+  std::vector<float> scaled_;          // logits / temperature, by id
+  std::vector<double> weights_;        // exp(scaled_ - max), by id
+  std::vector<Candidate> head_;        // select_head()'s buffer
   std::vector<Candidate> candidates_;  // reused across calls
   std::vector<int32_t> counts_;        // per-token counts in the penalty window
   TokenDist dist_;                     // sample()'s distribution, reused

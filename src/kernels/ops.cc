@@ -65,6 +65,17 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+double exp_shifted(const float* x, float shift, double* out, int64_t n) {
+  static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
+  return avx512 ? exp_shifted_avx512(x, shift, out, n) : exp_shifted_scalar(x, shift, out, n);
+}
+
+double exp_shifted_scalar(const float* x, float shift, double* out, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += out[i] = std::exp(static_cast<double>(x[i] - shift));
+  return sum;
+}
+
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
   if (avx512) return swiglu_avx512(gate, up, out, n);

@@ -93,6 +93,37 @@ TEST(Sampler, WithoutCutsEveryCandidateIsKeptLikeliestFirst) {
   EXPECT_NEAR(sum, 1.0, 1e-9);
 }
 
+TEST(Sampler, SampleDrawsWhatDrawingFromTheDistributionDraws) {
+  // sample() without cuts walks the list distribution() would build without
+  // building it. Flat logits put most draws past the sorted head.
+  for (float spread : {4.0f, 0.01f}) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, spread);
+    std::vector<float> logits(5000);
+    for (float& l : logits) l = nd(rng);
+    SamplingParams p;
+    p.temperature = 0.7f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.seed = 77;
+    Sampler fast(p), slow(p);
+    int past_head = 0;
+    for (int i = 0; i < 300; ++i) {
+      auto a = logits, b = logits;
+      TokenDist d;
+      slow.distribution(b.data(), static_cast<int32_t>(b.size()), {}, d);
+      const int32_t want = slow.draw(d);
+      ASSERT_EQ(fast.sample(a.data(), static_cast<int32_t>(a.size()), {}), want) << "draw " << i;
+      const auto at = std::find_if(d.begin(), d.end(), [&](const TokenProb& t) { return t.id == want; });
+      past_head += at - d.begin() >= 64;
+    }
+    if (spread < 1.0f) {
+      EXPECT_GT(past_head, 200);  // the tail's order was exercised
+    }
+  }
+}
+
 TEST(Sampler, GreedyPicksTheArgmax) {
   Sampler s(SamplingParams::greedy());
   auto l = logits_of({0.1f, 3.0f, -1.0f, 2.9f});

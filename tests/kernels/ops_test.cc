@@ -75,6 +75,30 @@ TEST(Ops, SoftmaxMatchesDoubleAndSurvivesLargeValues) {
   }
 }
 
+TEST(Ops, ExpShiftedMatchesStdExpAtEveryLevel) {
+  for (int64_t n : {1, 7, 8, 1001}) {  // whole vectors, a masked tail, both
+    auto x = random_floats(static_cast<size_t>(n), 7, -60.0f, 10.0f);
+    // Subnormal and zero results, exact zero, the top of the range.
+    const float edges[] = {-745.5f, -740.0f, -708.5f, -0.0f, 0.0f, 700.0f, 1e-30f};
+    for (size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i * x.size() / std::size(edges)] = edges[i];
+    const float shift = n == 1 ? 0.0f : 3.5f;
+    for (CpuLevel level : testing::runnable_levels()) {
+      const auto fn = level == CpuLevel::kAvx512 ? exp_shifted_avx512 : exp_shifted_scalar;
+      std::vector<double> out(static_cast<size_t>(n) + 1, -1.0);
+      const double sum = fn(x.data(), shift, out.data(), n);
+      double want_sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(static_cast<double>(x[i] - shift));
+        want_sum += want;
+        // 2 ulp, and the subnormal range's absolute spacing.
+        ASSERT_NEAR(out[i], want, 4.5e-16 * want + 0x1p-1074) << "x=" << x[i] << " at " << cpu_level_name(level);
+      }
+      EXPECT_EQ(out[static_cast<size_t>(n)], -1.0) << "wrote past n at " << cpu_level_name(level);
+      EXPECT_NEAR(sum, want_sum, 1e-14 * want_sum);
+    }
+  }
+}
+
 TEST(Ops, SwigluMatchesDoubleAtEveryLevel) {
   const int64_t n = 1001;  // not a whole number of vectors
   const auto g = random_floats(n, 5, -30.0f, 30.0f);
