@@ -101,13 +101,14 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
   std::vector<float> xf(static_cast<size_t>(kCols * m));
   for (auto& v : xf) v = nd(gen);
   const bool floats = pk->offset == kFloatActs;
-  const size_t xs = floats ? kCols * sizeof(float) : packed_act_row_bytes(kCols);
-  std::vector<uint8_t> xq(xs * static_cast<size_t>(m));
+  // f32 rows, or int8 blocks interleaved (xs: the block stride).
+  const size_t xs = floats ? kCols * sizeof(float) : static_cast<size_t>(m) * sizeof(PackedActBlock);
+  std::vector<uint8_t> xq((floats ? xs : packed_act_row_bytes(kCols)) * static_cast<size_t>(m));
   for (int64_t i = 0; i < m; ++i)
     if (floats)
       std::memcpy(xq.data() + i * xs, xf.data() + i * kCols, xs);
     else
-      quantize_packed_act(xf.data() + i * kCols, xq.data() + i * xs, kCols, pk->offset);
+      quantize_packed_act(xf.data() + i * kCols, xq.data() + i * sizeof(PackedActBlock), kCols, pk->offset, xs);
   std::vector<float> y(static_cast<size_t>(kRows * m));
   constexpr int64_t kTile = 112;
   const size_t group_bytes = w.size() / (kRows / kPackRows);

@@ -61,13 +61,14 @@ size_t act_row_bytes(const TypeKernels& tk, int64_t k) {
   return b.ok() ? *b : 0;
 }
 
-// x in the packed int8 kernels' form, [m][packed_act_row_bytes(k)], in scratch.
+// x in the packed int8 kernels' form, interleaved by block (block stride
+// m * sizeof(PackedActBlock)), in scratch.
 const uint8_t* quantize_for(const PackedKernels& pk, const float* x, int64_t k, int64_t m, void* scratch,
                             ThreadPool& pool) {
-  const size_t x_bytes = packed_act_row_bytes(k);
   auto* xq = static_cast<uint8_t*>(scratch);
+  const size_t block_stride = static_cast<size_t>(m) * sizeof(PackedActBlock);
   pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) pk.quantize(x + t * k, xq + t * x_bytes, k, pk.offset);
+    for (int64_t t = t0; t < t1; ++t) pk.quantize(x + t * k, xq + t * sizeof(PackedActBlock), k, pk.offset, block_stride);
   });
   return xq;
 }
@@ -110,7 +111,7 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
   size_t x_bytes = static_cast<size_t>(k) * sizeof(float);
   if (set.pk->offset != kFloatActs) {
     xs = quantize_for(*set.pk, x, k, m, scratch, pool);
-    x_bytes = packed_act_row_bytes(k);
+    x_bytes = static_cast<size_t>(m) * sizeof(PackedActBlock);  // the block stride
   }
   const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(w.ne[1] / kPackRows);
   const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);

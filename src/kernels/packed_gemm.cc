@@ -1,5 +1,6 @@
 #include "kernels/packed_gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -99,13 +100,18 @@ void pack_k4_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
       }
 }
 
+// Token tok's block b of interleaved activations.
+const PackedActBlock& act_block(const uint8_t* x, size_t x_stride, int64_t tok, int64_t b) {
+  return *reinterpret_cast<const PackedActBlock*>(x + static_cast<size_t>(b) * x_stride +
+                                                  static_cast<size_t>(tok) * sizeof(PackedActBlock));
+}
+
 void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride, int64_t n_tok,
                   float* y, int64_t y_stride) {
   const int64_t nsb = k / kQKK;
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)
       for (int r = 0; r < kPackRows; ++r) {
-        const auto* xb = reinterpret_cast<const PackedActBlock*>(x + tok * x_stride);
         float acc = 0.0f;
         for (int64_t b = 0; b < nsb; ++b) {
           const uint8_t* blk = w + (g * nsb + b) * kK4Bytes;
@@ -113,7 +119,7 @@ void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* 
           std::memcpy(&dh, blk + 2 * r, 2);
           std::memcpy(&mh, blk + 2 * kPackRows + 2 * r, 2);
           for (int j = 0; j < 8; ++j) {
-            const PackedActBlock& a = xb[b * 8 + j];
+            const PackedActBlock& a = act_block(x, x_stride, tok, b * 8 + j);
             const float ds = f16_to_f32(dh) * blk[4 * kPackRows + j * kPackRows + r];
             const float dm = f16_to_f32(mh) * blk[4 * kPackRows + (8 + j) * kPackRows + r];
             int32_t isum = 0;
@@ -173,16 +179,27 @@ void pack_weights(const TensorView& w, uint8_t* out) { pack_weights(w, out, 0, w
 
 size_t packed_act_row_bytes(int64_t k) { return static_cast<size_t>(k / kQK32) * sizeof(PackedActBlock); }
 
-void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset) {
-  auto* y = reinterpret_cast<PackedActBlock*>(out);
-  for (int64_t b = 0; b < k / kQK32; ++b) {
-    BlockQ8_0 q;
-    quantize_row_q8_0(x + b * kQK32, &q, kQK32);
-    int32_t sum = 0;
-    for (int i = 0; i < kQK32; ++i) sum += q.qs[i];
-    y[b].d = f16_to_f32(q.d);
-    y[b].start = -offset * sum;
-    std::memcpy(y[b].qs, q.qs, kQK32);
+void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride) {
+  const auto block = [&](int64_t b) -> PackedActBlock& {
+    return *reinterpret_cast<PackedActBlock*>(out + static_cast<size_t>(b) * block_stride);
+  };
+  const int64_t nb = k / kQK32;
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = std::min(nb, g0 + kActGroupBlocks);
+    float amax = 0.f;
+    for (int64_t i = g0 * kQK32; i < g1 * kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    for (int64_t b = g0; b < g1; ++b) {
+      PackedActBlock& y = block(b);
+      int32_t sum = 0;
+      for (int i = 0; i < kQK32; ++i) {
+        y.qs[i] = static_cast<int8_t>(std::round(x[b * kQK32 + i] * id));
+        sum += y.qs[i];
+      }
+      y.d = f16_to_f32(f32_to_f16(d));
+      y.start = -offset * sum;
+    }
   }
 }
 
@@ -194,15 +211,19 @@ void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_group
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)
       for (int r = 0; r < kPackRows; ++r) {
-        const auto* xb = reinterpret_cast<const PackedActBlock*>(x + tok * x_stride);
+        const auto xb = [&](int64_t b) -> const PackedActBlock& { return act_block(x, x_stride, tok, b); };
         float acc = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t* blk = w + (g * nb + b) * gb;
-          uint16_t dh;
-          std::memcpy(&dh, blk + 2 * r, 2);
-          int32_t isum = xb[b].start;
-          for (int i = 0; i < kQK32; ++i) isum += packed_element(t, blk + kScaleBytes, r, i) * xb[b].qs[i];
-          acc = std::fma(static_cast<float>(isum), f16_to_f32(dh) * xb[b].d, acc);
+        for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+          float part = 0.0f;
+          for (int64_t b = g0; b < std::min(nb, g0 + kActGroupBlocks); ++b) {
+            const uint8_t* blk = w + (g * nb + b) * gb;
+            uint16_t dh;
+            std::memcpy(&dh, blk + 2 * r, 2);
+            int32_t isum = xb(b).start;
+            for (int i = 0; i < kQK32; ++i) isum += packed_element(t, blk + kScaleBytes, r, i) * xb(b).qs[i];
+            part = std::fma(static_cast<float>(isum), f16_to_f32(dh), part);
+          }
+          acc = std::fma(part, xb(g0).d, acc);
         }
         y[tok * y_stride + g * kPackRows + r] = acc;
       }

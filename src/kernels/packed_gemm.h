@@ -28,14 +28,19 @@
 //   sums; the register tile is 16 rows x 12 tokens).
 // Otherwise the same bytes as the file's.
 //
-// Activations go in PackedActBlock form: the Q8_0 quantization of x, its
-// scale as f32, and -offset * sum(q) so the weights' unsigned offset (128 or
-// Q4_0's 8) comes off by starting each block's int32 sum there.
+// Activations go in PackedActBlock form: int8 values, their scale as f32,
+// and -offset * sum(q) so the weights' unsigned offset (128 or Q4_0's 8)
+// comes off by starting each block's int32 sum there. One scale serves a
+// group of kActGroupBlocks blocks (256 elements; fewer at the end of a row),
+// as in the K-quants' Q8_K: the Q8_0/Q4_0 kernels then sum a group's blocks
+// as part = fma(float(isum_b), d_w, part) and scale once per group,
+// acc = fma(part, d_x, acc). A scale per 32 cost a multiply per block and
+// token beside the 8 vpdpbusd, 10-15 % of the 16-token kernel.
 //
-// Every (row, token) dot is summed block by block in one float lane,
-// acc = fma(float(isum_b), d_w * d_x, acc), in the same order however many
-// tokens share the call: decode gets the bits it gets inside a batch.
-// (Float weights: two sums, of the even and of the odd k, each by fma in k
+// Every (row, token) dot is summed in that order however many tokens share
+// the call: decode gets the bits it gets inside a batch. (Q4_K: per
+// sub-block, acc = fma(float(isum), d * sc * d_x, acc) minus the mins' term;
+// float weights: two sums, of the even and of the odd k, each by fma in k
 // order, then even + odd; likewise.)
 #pragma once
 
@@ -49,6 +54,7 @@
 namespace duet {
 
 inline constexpr int kPackRows = 16;
+inline constexpr int64_t kActGroupBlocks = 8;
 
 struct PackedActBlock {
   float d;
@@ -57,12 +63,16 @@ struct PackedActBlock {
 };
 
 // y[t * y_stride + r] for the n_groups * 16 rows starting at `w` (a group
-// boundary) and n_tok activation rows (x_stride bytes apart) of k elements.
+// boundary) and n_tok tokens of k elements. Int8 activations are
+// interleaved by block: token t's block b is the PackedActBlock at
+// x + b * x_stride + t * sizeof(PackedActBlock), so a kernel reaches every
+// token of a block from one pointer (16 row pointers had the compiler
+// spilling). Float activations are rows, x_stride bytes apart.
 using PackedGemm = void (*)(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x,
                             size_t x_stride, int64_t n_tok, float* y, int64_t y_stride);
 
 // PackedKernels::offset of the float types: their activations stay f32
-// rows (x_stride bytes apart), not PackedActBlocks.
+// rows, not PackedActBlocks.
 inline constexpr int kFloatActs = -1;
 
 struct PackedKernels {
@@ -71,7 +81,7 @@ struct PackedKernels {
   int offset;
   PackedGemm gemm;
   // quantize_packed_act's result, faster (nullptr for the float types).
-  void (*quantize)(const float* x, uint8_t* out, int64_t k, int offset);
+  void (*quantize)(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride);
 };
 
 // The packed kernels of weight type `t` at `level` (nullptr: none, the
@@ -94,10 +104,14 @@ size_t packed_bytes(const TensorView& w);
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
-// Bytes of one activation row of k elements; converts one row (the scalar
-// definition: Q8_0's quantizer, rounding half away from zero).
+// Bytes of one token's activations of k elements; converts one token's
+// row, writing its block b at out + b * block_stride (the scalar
+// definition: Q8_0's quantizer, absmax / 127 rounded through f16 and rounding
+// half away from zero, over groups of kActGroupBlocks blocks). For m tokens
+// interleaved, token t goes to out + t * sizeof(PackedActBlock) with
+// block_stride m * sizeof(PackedActBlock).
 size_t packed_act_row_bytes(int64_t k);
-void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset);
+void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride);
 
 // The scalar definition every packed kernel must equal bit for bit.
 void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups,

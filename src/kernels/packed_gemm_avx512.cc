@@ -2,8 +2,9 @@
 // one 16-row group against up to 16 (int8), 6 (Q4_K) or 12 (float) tokens.
 // Q8_0 / Q4_0 (VNNI), per block: the 16 rows' weights sit in 8 registers;
 // each token's int32 sums start at the activation's -offset * sum, take 8
-// vpdpbusd (weights x 4 broadcast activation bytes), and are scaled into the
-// token's float accumulator with one convert, multiply and fma.
+// vpdpbusd (weights x 4 broadcast activation bytes), and go into the token's
+// group sum with one convert and fma (weight scales); per group of 8 blocks,
+// one fma applies the activation scale.
 // F32 / F16 / BF16, per element k: the 16 rows' weights widened to one f32
 // vector, one fma per token with x[t][k] broadcast, into the token's even-k
 // or odd-k sum.
@@ -41,6 +42,7 @@ constexpr int kPrefetchBytes = 4096;
 // A block's 16 rows x 32 weights as 8 vectors; vector c meets activation
 // bytes 4c..4c+3 of every token.
 struct Q8 {
+  static constexpr bool kInt8 = true;
   static constexpr int kMaxToks = 16;
   static constexpr int kTileToks = 8;
   static constexpr int kOffset = 128;
@@ -55,6 +57,7 @@ struct Q8 {
 // Nibble line j holds bytes 4j.. of the block in its low halves and 16 + 4j..
 // in its high halves.
 struct Q4 {
+  static constexpr bool kInt8 = true;
   static constexpr int kMaxToks = 16;
   static constexpr int kTileToks = 8;
   static constexpr int kOffset = 8;
@@ -82,45 +85,57 @@ constexpr auto kPrefetchHint = T >= 8 ? _MM_HINT_T1 : _MM_HINT_T0;
 
 // Rows of one group (16 outputs per token) against T tokens, all blocks. A
 // block's weights stay in 8 registers while the tokens pass in sub-tiles of
-// 4 (4 sums, 16 accumulators: 30 zmm at T = 16), so a batch of 16 reads
+// 4 (4 sums, 16 group sums: 29 zmm at T = 16), so a batch of 16 reads
 // the matrix once.
 template <class W, int T, bool kPrefetch>
 void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   constexpr int kSub = 4;
-  auto act = [&](int t) { return reinterpret_cast<const PackedActBlock*>(x + t * xs); };
-  __m512 acc[T];
-  #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  // x: this block of token 0; the tokens' blocks follow one another.
+  auto act = [&](int t) { return reinterpret_cast<const PackedActBlock*>(x) + t; };
+  // The tokens' running totals between groups: here, not in y, whose rows
+  // n_out floats apart (8 KiB for 2048) alias in the low 12 address bits,
+  // which made each group's loads wait on the other tokens' stores.
+  alignas(64) float totals[T][16];
   const int64_t nb = k / kQK32;
-  for (int64_t b = 0; b < nb; ++b, blk += W::kBlockBytes, x += sizeof(PackedActBlock)) {
-    if constexpr (kPrefetch)
-      for (int64_t off = 0; off < W::kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    __m512i w[8];
-    W::load(blk + 32, w);
-    #pragma GCC unroll 4
-    for (int t0 = 0; t0 < T; t0 += kSub) {
-      constexpr int kMax = kSub;
-      __m512i s[kMax];
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
+    // The group's sums over its blocks, weight scales applied.
+    __m512 part[T];
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) part[t] = _mm512_setzero_ps();
+    const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
+    for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
+      if constexpr (kPrefetch)
+        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+      __m512i w[8];
+      W::load(blk + 32, w);
       #pragma GCC unroll 4
-      for (int t = 0; t < kMax; ++t)
-        if (t0 + t < T) s[t] = _mm512_set1_epi32(act(t0 + t)->start);
-      #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c)
+      for (int t0 = 0; t0 < T; t0 += kSub) {
+        constexpr int kMax = kSub;
+        __m512i s[kMax];
         #pragma GCC unroll 4
         for (int t = 0; t < kMax; ++t)
-          if (t0 + t < T) s[t] = dpbusd_bcast(s[t], w[c], act(t0 + t)->qs + 4 * c);
-      #pragma GCC unroll 4
-      for (int t = 0; t < kMax; ++t)
-        if (t0 + t < T) {
-          const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(act(t0 + t)->d));
-          acc[t0 + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), scale, acc[t0 + t]);
-        }
+          if (t0 + t < T) s[t] = _mm512_set1_epi32(act(t0 + t)->start);
+        #pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c)
+          #pragma GCC unroll 4
+          for (int t = 0; t < kMax; ++t)
+            if (t0 + t < T) s[t] = dpbusd_bcast(s[t], w[c], act(t0 + t)->qs + 4 * c);
+        #pragma GCC unroll 4
+        for (int t = 0; t < kMax; ++t)
+          if (t0 + t < T) part[t0 + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), dw, part[t0 + t]);
+      }
+    }
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const __m512 total = g0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
+      _mm512_store_ps(totals[t], _mm512_fmadd_ps(part[t], _mm512_set1_ps(group_acts[t].d), total));
     }
   }
   #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
 // Q4_K: per super-block, the 16 rows' d and dmin; per pair of sub-blocks,
@@ -128,6 +143,7 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
 // halves sub-block 2c + 1's; then per sub-block d * sc (exact), dmin * m, and
 // acc = fma(isum, d * sc * d_x, acc), acc -= dmin * m * (d_x * sum(x)).
 struct Q4K {
+  static constexpr bool kInt8 = true;
   static constexpr int kMaxToks = 6;  // 12 sums + 6 accumulators + weights
   static constexpr int kOffset = 1;
   static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
@@ -145,8 +161,8 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
   __m512 acc[T];
   #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + t * xs) + j; };
-  for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * sizeof(PackedActBlock)) {
+  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
     // Prefetches go out one per line as the loads do: a burst of all 37
     // lines of a super-block at once left decode at ~21 GB/s (Q4_0: ~28).
     if constexpr (kPrefetch)
@@ -191,18 +207,21 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
 
 // Float weights: 16 rows' element k, widened to f32.
 struct F32W {
+  static constexpr bool kInt8 = false;
   static constexpr int kMaxToks = 12;  // 24 accumulators (two per token) + weights
   static constexpr int64_t kElemBytes = 4;
   static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
   static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
 };
 struct F16W {
+  static constexpr bool kInt8 = false;
   static constexpr int kMaxToks = 12;
   static constexpr int64_t kElemBytes = 2;
   static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
   static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 };
 struct BF16W {
+  static constexpr bool kInt8 = false;
   static constexpr int kMaxToks = 12;
   static constexpr int64_t kElemBytes = 2;
   static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
@@ -279,7 +298,10 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
     return;
   }
   constexpr int kTile = tile_toks<W>();
-  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / xs) / kTile * kTile;
+  // Bytes of one token's activations, and from one token to the next.
+  const size_t tok_bytes = W::kInt8 ? packed_act_row_bytes(k) : xs;
+  const size_t tok_step = W::kInt8 ? sizeof(PackedActBlock) : xs;
+  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / tok_bytes) / kTile * kTile;
   const int64_t tok_block = fit > kTile ? fit : kTile;
   for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
     const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
@@ -289,32 +311,39 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
         // The first pass over a group brings it from memory: prefetch as
         // decode does (a batch of 16 decoding sequences is bound by that).
         const auto& fns = t == 0 ? streaming : tiled;
-        fns[nt - 1](k, w + g * group_bytes, x + t * xs, xs, y + t * ys + g * kPackRows, ys);
+        fns[nt - 1](k, w + g * group_bytes, x + t * tok_step, xs, y + t * ys + g * kPackRows, ys);
       }
   }
 }
 
-// quantize_packed_act, 32 elements in two vectors: the same absmax / 127
-// scale (rounded through f16) and the same rounding half away from zero.
-void quantize(const float* x, uint8_t* out, int64_t k, int offset) {
-  auto* y = reinterpret_cast<PackedActBlock*>(out);
+// quantize_packed_act: a group's absmax, then 32 elements in two vectors at
+// a time with the same scale (rounded through f16) and the same rounding
+// half away from zero.
+void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride) {
   const __m512 half = _mm512_set1_ps(0.5f);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    const float d = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1))) / 127.f;
+  const int64_t nb = k / kQK32;
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
+    __m512 amax = _mm512_setzero_ps();
+    for (int64_t i = g0 * kQK32; i < g1 * kQK32; i += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+    const float d = _mm512_reduce_max_ps(amax) / 127.f;
     const __m512 id = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
-    __m512i q[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m512 v = _mm512_mul_ps(h ? v1 : v0, id);
-      const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
-      const __m512 step = _mm512_or_ps(_mm512_set1_ps(1.f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
-      q[h] = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
+    const float dh = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    for (int64_t b = g0; b < g1; ++b) {
+      auto& y = *reinterpret_cast<PackedActBlock*>(out + static_cast<size_t>(b) * block_stride);
+      __m512i q[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + b * kQK32 + 16 * h), id);
+        const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), half, _CMP_GE_OQ);
+        const __m512 step = _mm512_or_ps(_mm512_set1_ps(1.f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
+        q[h] = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), _mm512_cvtepi32_epi8(q[0]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtepi32_epi8(q[1]));
+      y.d = dh;
+      y.start = -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q[0]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q[1]));
-    y[b].d = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-    y[b].start = -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
   }
 }
 

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "core/half.h"
 #include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
@@ -64,9 +66,11 @@ std::vector<uint8_t> packed_copy(const TensorView& w) {
   return out;
 }
 
-// The activations a packed kernel takes, and their row stride in bytes.
-size_t act_stride(int64_t k, int offset) {
-  return offset == kFloatActs ? static_cast<size_t>(k) * sizeof(float) : packed_act_row_bytes(k);
+// The x_stride a packed kernel takes for m tokens: f32 rows' stride, or
+// the block stride of int8 activations interleaved by block.
+size_t act_stride(int64_t k, int64_t m, int offset) {
+  return offset == kFloatActs ? static_cast<size_t>(k) * sizeof(float)
+                              : static_cast<size_t>(m) * sizeof(PackedActBlock);
 }
 
 std::vector<uint8_t> packed_acts(const std::vector<float>& x, int64_t k, int64_t m, int offset) {
@@ -75,9 +79,10 @@ std::vector<uint8_t> packed_acts(const std::vector<float>& x, int64_t k, int64_t
     std::memcpy(out.data(), x.data(), out.size());
     return out;
   }
-  const size_t row = packed_act_row_bytes(k);
-  std::vector<uint8_t> out(row * static_cast<size_t>(m));
-  for (int64_t t = 0; t < m; ++t) quantize_packed_act(x.data() + t * k, out.data() + t * row, k, offset);
+  std::vector<uint8_t> out(packed_act_row_bytes(k) * static_cast<size_t>(m));
+  for (int64_t t = 0; t < m; ++t)
+    quantize_packed_act(x.data() + t * k, out.data() + t * sizeof(PackedActBlock), k, offset,
+                        act_stride(k, m, offset));
   return out;
 }
 
@@ -94,8 +99,9 @@ std::vector<float> acts_as_floats(const std::vector<uint8_t>& xp, int64_t k, int
   }
   std::vector<float> x;
   const auto* blocks = reinterpret_cast<const PackedActBlock*>(xp.data());
-  for (int64_t b = 0; b < k / 32 * m; ++b)
-    for (int i = 0; i < 32; ++i) x.push_back(blocks[b].qs[i] * blocks[b].d);
+  for (int64_t t = 0; t < m; ++t)
+    for (int64_t b = 0; b < k / 32; ++b)
+      for (int i = 0; i < 32; ++i) x.push_back(blocks[b * m + t].qs[i] * blocks[b * m + t].d);
   return x;
 }
 
@@ -119,7 +125,7 @@ TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
       const auto xp = packed_acts(random_floats(static_cast<size_t>(k * m), 7), k, m, offset_of(t));
       const auto x = acts_as_floats(xp, k, m, offset_of(t));
       std::vector<float> y(static_cast<size_t>(rows * m));
-      packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), act_stride(k, offset_of(t)), m,
+      packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), act_stride(k, m, offset_of(t)), m,
                             y.data(), rows);
       std::vector<float> wf(static_cast<size_t>(k));
       for (int64_t r = 0; r < rows; ++r) {
@@ -154,7 +160,7 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
             const auto packed = packed_copy(w.view);
             const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
             const auto xp = packed_acts(x, k, m, pk->offset);
-            const size_t xs = act_stride(k, pk->offset);
+            const size_t xs = act_stride(k, m, pk->offset);
             std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
             packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
             pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
@@ -164,18 +170,48 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
   if (!ran) GTEST_SKIP() << "no packed kernels at any level this machine runs";
 }
 
+TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
+  // 17 blocks: two whole groups of 8 and a last group of 1, each with its
+  // own absmax; every block of a group carries the group's scale.
+  const int64_t k = 17 * kQK32;
+  std::vector<float> x = random_floats(static_cast<size_t>(k), 11, -1.0f, 1.0f);
+  x[5] = 100.0f;
+  x[8 * kQK32 + 3] = -50.0f;
+  float last_max = 0.0f;
+  for (int64_t i = 16 * kQK32; i < k; ++i) last_max = std::max(last_max, std::fabs(x[i]));
+  std::vector<uint8_t> out(packed_act_row_bytes(k));
+  quantize_packed_act(x.data(), out.data(), k, 128, sizeof(PackedActBlock));
+  const auto* blocks = reinterpret_cast<const PackedActBlock*>(out.data());
+  for (int64_t b = 0; b < 17; ++b) {
+    const float amax = b < 8 ? 100.0f : b < 16 ? 50.0f : last_max;
+    ASSERT_EQ(blocks[b].d, f16_to_f32(f32_to_f16(amax / 127.0f))) << "block " << b;
+    int32_t sum = 0;
+    for (int i = 0; i < kQK32; ++i) {
+      ASSERT_EQ(blocks[b].qs[i], static_cast<int8_t>(std::round(x[b * kQK32 + i] * (1.0f / (amax / 127.0f)))))
+          << "block " << b << " element " << i;
+      sum += blocks[b].qs[i];
+    }
+    EXPECT_EQ(blocks[b].start, -128 * sum);
+  }
+}
+
 TEST(PackedGemm, SimdActivationQuantizersEqualTheReference) {
   for (CpuLevel level : testing::runnable_levels())
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
       const PackedKernels* pk = packed_kernels_at(t, level);
       if (!pk) continue;
-      const int64_t k = 32 * 37;
+      const int64_t k = 32 * 37;  // 4 whole groups of 8 blocks and one of 5
       auto x = random_floats(static_cast<size_t>(k), 21, -3.0f, 3.0f);
-      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = 0.0f;      // an all-zero block
-      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = i - 15.5f;  // halves to round
-      std::vector<uint8_t> want(packed_act_row_bytes(k)), got(want.size());
-      quantize_packed_act(x.data(), want.data(), k, pk->offset);
-      pk->quantize(x.data(), got.data(), k, pk->offset);
+      for (int64_t i = 8 * 32; i < 16 * 32; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero group
+      // Scale 1 (absmax 127): exact halves to round away from zero.
+      for (int i = 0; i < 32; ++i) x[static_cast<size_t>(16 * 32 + i)] = i - 15.5f;
+      x[17 * 32] = 127.0f;
+      // Every other block slot left alone: a block stride of two blocks,
+      // as for two interleaved tokens.
+      const size_t stride = 2 * sizeof(PackedActBlock);
+      std::vector<uint8_t> want(2 * packed_act_row_bytes(k), 0xAB), got(want);
+      quantize_packed_act(x.data(), want.data(), k, pk->offset, stride);
+      pk->quantize(x.data(), got.data(), k, pk->offset, stride);
       EXPECT_EQ(got, want) << dtype_name(t) << " at " << cpu_level_name(level);
     }
 }
@@ -216,7 +252,7 @@ TEST(PackedGemm, MatmulIsTheSameForAnyBatchAndThreadCount) {
     EXPECT_TRUE(same_bits(batch, run(pv, x.data(), m, three))) << dtype_name(t);
     const auto xp = packed_acts(x, k, m, offset_of(t));
     std::vector<float> ref(batch.size());
-    packed_gemm_reference(t, k, packed.data(), n / kPackRows, xp.data(), act_stride(k, offset_of(t)), m, ref.data(), n);
+    packed_gemm_reference(t, k, packed.data(), n / kPackRows, xp.data(), act_stride(k, m, offset_of(t)), m, ref.data(), n);
     EXPECT_TRUE(same_bits(batch, ref)) << dtype_name(t);
     for (int64_t tok = 0; tok < m; ++tok) {
       const auto alone = run(pv, x.data() + tok * k, 1, three);
