@@ -50,6 +50,36 @@ class ThreadPool {
     });
   }
 
+  // As parallel_for over [0, n) in multiples of `unit` (the last may be
+  // shorter), but each range takes half the remainder's share per thread,
+  // rounded up to a unit: few ranges while work is plentiful, small ones at
+  // the end, so the threads finish together. A memory-bound decode matmul
+  // split into equal ranges left ~5 % of a token's time waiting on the
+  // thread with the last range.
+  template <class F>
+  void parallel_for_guided(int64_t n, int64_t unit, F&& fn) {
+    if (n <= 0) return;
+    if (unit < 1) unit = 1;
+    if (n <= unit || n_threads_ == 1) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    const int64_t share = 2 * static_cast<int64_t>(n_threads_);
+    run([&](int, int) {
+      int64_t begin = next.load(std::memory_order_relaxed);
+      for (;;) {
+        if (begin >= n) return;
+        int64_t len = (n - begin) / share;
+        len = len < unit ? unit : (len + unit - 1) / unit * unit;
+        const int64_t end = n - begin < len ? n : begin + len;
+        if (!next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
+        fn(begin, end);
+        begin = next.load(std::memory_order_relaxed);
+      }
+    });
+  }
+
  private:
   using Call = void (*)(void*, int, int);
   void dispatch(Call call, void* ctx);

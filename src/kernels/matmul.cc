@@ -23,6 +23,10 @@ constexpr int64_t kRowGrain = 16;
 // Ranges per thread of a one-token matmul: few enough that handing them out
 // costs little, enough that a delayed thread does not hold up the others.
 constexpr int64_t kDecodeRangesPerThread = 8;
+// The packed path's guided split (ThreadPool::parallel_for_guided): up to
+// this many tokens, in units of this many rows.
+constexpr int64_t kGuidedMaxTokens = 16;
+constexpr int64_t kGuidedUnitRows = 32;
 
 // Rows per tile, from the bytes of each row the kernel holds at a time.
 int64_t tile_rows(size_t row_bytes) {
@@ -116,8 +120,13 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
   const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(w.ne[1] / kPackRows);
   const int64_t rows_per_tile = tile_rows(group_bytes / kPackRows);
   const int64_t n_rows = set.rows();
-  const int64_t grain = row_grain(n_rows, m, rows_per_tile, pool.size());
-  pool.parallel_for(n_rows, grain, [&](int64_t r0, int64_t r1) { set.run(r0, r1, rows_per_tile, xs, x_bytes, m); });
+  const auto run = [&](int64_t r0, int64_t r1) { set.run(r0, r1, rows_per_tile, xs, x_bytes, m); };
+  // Decode and batches of up to 16 stream the matrix once, memory-bound:
+  // shrinking ranges. Threads waiting at the end of a matmul went from ~5.5 %
+  // to ~4 % of a Q8_0 decode's kernel time (perf), and from 7.7 % to 6.2 % at
+  // 16 tokens. Longer batches keep whole tiles per range.
+  if (m <= kGuidedMaxTokens) return pool.parallel_for_guided(n_rows, kGuidedUnitRows, run);
+  pool.parallel_for(n_rows, row_grain(n_rows, m, rows_per_tile, pool.size()), run);
 }
 
 }  // namespace

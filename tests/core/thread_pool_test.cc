@@ -48,6 +48,35 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+TEST(ThreadPool, GuidedParallelForCoversEveryIndexOnceInShrinkingRanges) {
+  for (int n : {1, 2, 3, 4}) {
+    ThreadPool pool(n);
+    for (int64_t size : {0, 1, 7, 32, 33, 100, 1000, 5632}) {
+      for (int64_t unit : {1, 16, 32}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(size));
+        std::atomic<int> bad_bounds{0}, calls{0};
+        std::atomic<int64_t> first_len{0};
+        pool.parallel_for_guided(size, unit, [&](int64_t b, int64_t e) {
+          if (b >= e || b % unit != 0 || (e != size && e % unit != 0)) bad_bounds.fetch_add(1);
+          if (b == 0) first_len = e - b;
+          calls.fetch_add(1);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        });
+        ASSERT_EQ(bad_bounds.load(), 0) << "n=" << n << " size=" << size << " unit=" << unit;
+        for (int64_t i = 0; i < size; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
+        if (n > 1 && size >= 1000 && unit <= 32) {
+          // The first range is about half of one thread's share, not all of
+          // it, and the ranges after it shrink to the unit: a handful of
+          // calls more than threads, far fewer than size / unit.
+          EXPECT_LE(first_len.load(), size / (2 * n) + unit);
+          EXPECT_GT(calls.load(), 2 * n);
+          EXPECT_LT(calls.load(), size / unit / 2 + 2 * n);
+        }
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, ManyBackToBackDispatches) {
   // Decode issues thousands of small ops; none may be lost or run twice.
   ThreadPool pool(2);
