@@ -13,6 +13,17 @@ namespace {
 
 std::vector<float> logits_of(std::initializer_list<float> v) { return std::vector<float>(v); }
 
+// Temperature sampling with no cut (top-k, top-p and min-p off).
+SamplingParams uncut(float temperature, uint64_t seed = 0) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = seed;
+  return p;
+}
+
 // The distribution by the definition: every candidate sorted, then the cuts.
 TokenDist fully_sorted(const std::vector<float>& logits, const SamplingParams& p) {
   std::vector<std::pair<float, int32_t>> c;
@@ -70,11 +81,7 @@ TEST(Sampler, WithoutCutsEveryCandidateIsKeptLikeliestFirst) {
   std::normal_distribution<float> nd(0.0f, 2.0f);
   std::vector<float> logits(3000);
   for (float& l : logits) l = nd(rng);
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
+  const SamplingParams p = uncut(1.0f);
   Sampler s(p);
   auto l = logits;
   TokenDist got;
@@ -101,12 +108,7 @@ TEST(Sampler, SampleDrawsWhatDrawingFromTheDistributionDraws) {
     std::normal_distribution<float> nd(0.0f, spread);
     std::vector<float> logits(5000);
     for (float& l : logits) l = nd(rng);
-    SamplingParams p;
-    p.temperature = 0.7f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.seed = 77;
+    const SamplingParams p = uncut(0.7f, 77);
     Sampler fast(p), slow(p);
     int past_head = 0;
     for (int i = 0; i < 300; ++i) {
@@ -131,12 +133,7 @@ TEST(Sampler, GreedyPicksTheArgmax) {
 }
 
 TEST(Sampler, SameSeedSameTokens) {
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.seed = 1234;
+  SamplingParams p = uncut(1.0f, 1234);
   Sampler a(p), b(p);
   std::vector<int32_t> ta, tb;
   for (int i = 0; i < 50; ++i) {
@@ -169,12 +166,7 @@ TEST(Sampler, TopKOneIsGreedy) {
 }
 
 TEST(Sampler, TemperatureOneMatchesSoftmaxFrequencies) {
-  SamplingParams p;
-  p.temperature = 1.0f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.seed = 7;
+  SamplingParams p = uncut(1.0f, 7);
   Sampler s(p);
   const std::vector<float> base = {0.0f, 1.0f, 2.0f};
   const double z = 1 + std::exp(1.0) + std::exp(2.0);
