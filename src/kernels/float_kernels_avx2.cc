@@ -49,7 +49,8 @@ inline float hsum(__m256 v) {
 }
 
 // One step of kLanes elements at element offset i, for R rows x T tokens.
-template <class W, int R, int T>
+// kPrefetch: whether the next R rows lie beyond (not for the copied tail).
+template <class W, int R, int T, bool kPrefetch = T == 1>
 [[gnu::always_inline]] inline void step(__m256 (&acc)[R][T], const uint8_t* w, size_t ws,
                                         const float* x, int64_t xs, int64_t i) {
   __m256 xv[T];
@@ -59,7 +60,7 @@ template <class W, int R, int T>
   for (int r = 0; r < R; ++r) {
     const uint8_t* p = w + r * ws + i * W::kBytes;
     // Decode (one token) is bound by memory: fetch the next block's rows early.
-    if constexpr (T == 1) _mm_prefetch(reinterpret_cast<const char*>(p + R * ws), _MM_HINT_T0);
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(p + R * ws), _MM_HINT_T0);
     const __m256 wv = W::load(p);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
@@ -85,7 +86,7 @@ void micro(int64_t n, const uint8_t* w, size_t ws, const float* x, int64_t xs, f
     for (int r = 0; r < R; ++r)
       std::memcpy(w_tail[r], w + r * ws + n_full * W::kBytes, rest * W::kBytes);
     for (int t = 0; t < T; ++t) std::memcpy(x_tail[t], x + t * xs + n_full, rest * sizeof(float));
-    step<W, R, T>(acc, &w_tail[0][0], sizeof(w_tail[0]), &x_tail[0][0], kLanes, 0);
+    step<W, R, T, false>(acc, &w_tail[0][0], sizeof(w_tail[0]), &x_tail[0][0], kLanes, 0);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
