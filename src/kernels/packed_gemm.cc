@@ -79,8 +79,14 @@ void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, con
       }
 }
 
+// Q4_K's super-block must be one activation group (one d_x per super-block).
+static_assert(kActGroupBlocks * kQK32 == kQKK);
 constexpr int64_t kK4Head = 4 * kPackRows + 2 * 8 * kPackRows;  // d, dmin, scales, mins
 constexpr int64_t kK4Bytes = kK4Head + kPackRows * kQKK / 2;     // per group and super-block
+
+// Where row r's min of sub-block j sits in a packed super-block: pairs of
+// sub-blocks side by side per row.
+int64_t k4_min_offset(int j, int r) { return 4 * kPackRows + 8 * kPackRows + ((j / 2) * kPackRows + r) * 2 + j % 2; }
 
 void pack_k4_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
   const int64_t nsb = w.ne[0] / kQKK;
@@ -92,8 +98,7 @@ void pack_k4_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
         std::memcpy(out + 2 * r, &blk.d, 2);
         std::memcpy(out + 2 * kPackRows + 2 * r, &blk.dmin, 2);
         for (int j = 0; j < 8; ++j)
-          k4_scale_min(blk.scales, j, out + 4 * kPackRows + j * kPackRows + r,
-                       out + 4 * kPackRows + (8 + j) * kPackRows + r);
+          k4_scale_min(blk.scales, j, out + 4 * kPackRows + j * kPackRows + r, out + k4_min_offset(j, r));
         for (int c = 0; c < 4; ++c)
           for (int s = 0; s < 8; ++s)
             std::memcpy(out + kK4Head + ((c * 8 + s) * kPackRows + r) * 4, blk.qs + 32 * c + 4 * s, 4);
@@ -118,18 +123,21 @@ void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* 
           uint16_t dh, mh;
           std::memcpy(&dh, blk + 2 * r, 2);
           std::memcpy(&mh, blk + 2 * kPackRows + 2 * r, 2);
+          float part = 0.0f;
+          int32_t msum = 0;
           for (int j = 0; j < 8; ++j) {
             const PackedActBlock& a = act_block(x, x_stride, tok, b * 8 + j);
-            const float ds = f16_to_f32(dh) * blk[4 * kPackRows + j * kPackRows + r];
-            const float dm = f16_to_f32(mh) * blk[4 * kPackRows + (8 + j) * kPackRows + r];
             int32_t isum = 0;
             for (int i = 0; i < kQK32; ++i) {
               const uint8_t byte = blk[kK4Head + (((j / 2) * 8 + i / 4) * kPackRows + r) * 4 + i % 4];
               isum += (j % 2 ? byte >> 4 : byte & 0x0F) * a.qs[i];
             }
-            acc = std::fma(static_cast<float>(isum), ds * a.d, acc);
-            acc = std::fma(-dm, a.d * static_cast<float>(-a.start), acc);
+            part = std::fma(static_cast<float>(isum), f16_to_f32(dh) * blk[4 * kPackRows + j * kPackRows + r], part);
+            msum += blk[k4_min_offset(j, r)] * a.start;
           }
+          // The super-block is one activation group: one scale d_x.
+          const float v = std::fma(f16_to_f32(mh), static_cast<float>(msum), part);
+          acc = std::fma(v, act_block(x, x_stride, tok, b * 8).d, acc);
         }
         y[tok * y_stride + g * kPackRows + r] = acc;
       }

@@ -17,12 +17,12 @@
 //   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
 //         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
 //   Q4_K, per 256-element super-block instead: 16 x f16 d, 16 x f16 dmin,
-//         the 8 sub-block scales then the 8 mins as [8][16 rows] bytes
-//         (unpacked from 6 bits: 64 bytes more than the file per group), then
-//         4 chunks of 64 elements, each 8 x (16 rows x 4 bytes of the row's
-//         qs): low nibbles sub-block 2c, high nibbles sub-block 2c + 1.
-//         d * sc and dmin * m are exact in f32, so nothing is rounded that
-//         the file's definition does not round.
+//         the 8 sub-block scales as [8][16 rows] bytes, the 8 mins as
+//         [4 pairs][16 rows][2] bytes (sub-blocks 2i and 2i + 1 side by side,
+//         which widen to the int16 pairs of vpdpwssd; both unpacked from 6
+//         bits: 64 bytes more than the file per group), then 4 chunks of 64
+//         elements, each 8 x (16 rows x 4 bytes of the row's qs): low nibbles
+//         sub-block 2c, high nibbles sub-block 2c + 1.
 //   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
 //   so one load widens to the vector an fma per token needs (no horizontal
 //   sums; the register tile is 16 rows x 12 tokens).
@@ -38,10 +38,13 @@
 // token beside the 8 vpdpbusd, 10-15 % of the 16-token kernel.
 //
 // Every (row, token) dot is summed in that order however many tokens share
-// the call: decode gets the bits it gets inside a batch. (Q4_K: per
-// sub-block, acc = fma(float(isum), d * sc * d_x, acc) minus the mins' term;
-// float weights: two sums, of the even and of the odd k, each by fma in k
-// order, then even + odd; likewise.)
+// the call: decode gets the bits it gets inside a batch. (Q4_K, whose
+// super-block is one activation group: per sub-block j, part =
+// fma(float(isum_j), d * sc_j, part), d * sc_j exact in f32; the mins' term
+// in integers, msum = sum_j m_j * start_j (start = -sum(q)); then
+// acc = fma(fma(dmin, float(msum), part), d_x, acc). Float weights: two
+// sums, of the even and of the odd k, each by fma in k order, then
+// even + odd.)
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // AVX-512 kernels of the packed layouts (packed_gemm.h). A micro-kernel runs
-// one 16-row group against up to 16 (int8), 6 (Q4_K) or 12 (float) tokens.
+// one 16-row group against up to 16 (Q8_0, Q4_0), 8 (Q4_K) or 12 (float) tokens.
 // Q8_0 / Q4_0 (VNNI), per block: the 16 rows' weights sit in 8 registers;
 // each token's int32 sums start at the activation's -offset * sum, take 8
 // vpdpbusd (weights x 4 broadcast activation bytes), and go into the token's
@@ -140,16 +140,24 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
 
 // Q4_K: per super-block, the 16 rows' d and dmin; per pair of sub-blocks,
 // 8 loads of nibbles whose low halves feed sub-block 2c's sums and high
-// halves sub-block 2c + 1's; then per sub-block d * sc (exact), dmin * m, and
-// acc = fma(isum, d * sc * d_x, acc), acc -= dmin * m * (d_x * sum(x)).
+// halves sub-block 2c + 1's; per sub-block part = fma(isum, d * sc, part).
+// The super-block is one activation group, so the mins' term is one integer
+// dot per token: 4 vpdpwssd of the rows' (m_2i, m_2i+1) int16 pairs with the
+// token's (start_2i, start_2i+1), then one fma by dmin and one by d_x.
 struct Q4K {
   static constexpr bool kInt8 = true;
-  static constexpr int kMaxToks = 6;  // 12 sums + 6 accumulators + weights
+  static constexpr int kMaxToks = 8;  // 16 sums + 8 group sums + weights
   static constexpr int kOffset = 1;
   static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
   static constexpr int64_t kBlockBytes = kHead + 16 * kQKK / 2;
   static int64_t group_bytes(int64_t k) { return k / kQKK * kBlockBytes; }
 };
+
+// acc += the int16 pairs of w . the int16 pair at p broadcast (vpdpwssd).
+[[gnu::always_inline]] inline __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t* p) {
+  asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+  return acc;
+}
 
 inline __m512 bytes_as_floats(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
@@ -158,18 +166,18 @@ inline __m512 bytes_as_floats(const uint8_t* p) {
 template <int T, bool kPrefetch>
 void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const __m512i low = _mm512_set1_epi8(0x0F);
-  __m512 acc[T];
-  #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  alignas(64) float totals[T][16];  // as in micro: y's rows alias
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
     // Prefetches go out one per line as the loads do: a burst of all 37
     // lines of a super-block at once left decode at ~21 GB/s (Q4_0: ~28).
     if constexpr (kPrefetch)
       for (int64_t off = 0; off < Q4K::kHead; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    __m512 part[T];
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) part[t] = _mm512_setzero_ps();
     for (int c = 0; c < 4; ++c) {
       __m512i s[2][T];
       #pragma GCC unroll 16
@@ -177,7 +185,7 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
       #pragma GCC unroll 16
       for (int q = 0; q < 8; ++q) {
         const uint8_t* line = blk + Q4K::kHead + (c * 8 + q) * 64;
-        if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, kPrefetchHint<T>);
         const __m512i raw = _mm512_loadu_si512(line);
         const __m512i lo = _mm512_and_si512(raw, low);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
@@ -189,20 +197,33 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
       }
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;
-        const __m512 ds = _mm512_mul_ps(d, bytes_as_floats(blk + 64 + j * 16));
-        const __m512 dm = _mm512_mul_ps(dmin, bytes_as_floats(blk + 64 + (8 + j) * 16));
+        const __m512 ds = _mm512_mul_ps(d, bytes_as_floats(blk + 64 + (2 * c + h) * 16));
         #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) {
-          const PackedActBlock* a = act(t, j);
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[h][t]), _mm512_mul_ps(ds, _mm512_set1_ps(a->d)), acc[t]);
-          acc[t] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(a->d * static_cast<float>(-a->start)), acc[t]);
-        }
+        for (int t = 0; t < T; ++t) part[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[h][t]), ds, part[t]);
       }
+    }
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    __m512i mins[4];
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 + 128 + 32 * i)));
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      // |start| <= 32 * 127: an int16.
+      int32_t pairs[4];
+      for (int i = 0; i < 4; ++i)
+        pairs[i] = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * i)->start) |
+                                        static_cast<uint32_t>(act(t, 2 * i + 1)->start) << 16);
+      __m512i msum = _mm512_setzero_si512();
+      #pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) msum = dpwssd_bcast(msum, mins[i], &pairs[i]);
+      const __m512 v = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(msum), part[t]);
+      const __m512 total = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
+      _mm512_store_ps(totals[t], _mm512_fmadd_ps(v, _mm512_set1_ps(act(t, 0)->d), total));
     }
   }
   #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
 // Float weights: 16 rows' element k, widened to f32.
