@@ -11,9 +11,16 @@
 
 namespace duet {
 
+// The weight-streaming kernels' prefetch distance (packed_gemm_avx512.cc).
+inline constexpr size_t kProbePrefetchBytes = 4096;
+
 struct ProbeKernels {
   // Sums n floats (n a multiple of 64); the result keeps the reads alive.
   float (*sum)(const float* x, size_t n);
+  // The same, prefetching kProbePrefetchBytes ahead as the weight-streaming
+  // kernels do: on some machines that streams faster than the hardware
+  // prefetchers alone, and a ceiling that decode beats is no ceiling.
+  float (*sum_prefetch)(const float* x, size_t n);
   // Runs `iters` rounds of independent FMAs; returns FLOPs done (2 per FMA lane).
   double (*fma_flops)(int64_t iters, float* sink);
   // Runs `iters` rounds of independent u8·s8 dot-accumulates (vpdpbusd where

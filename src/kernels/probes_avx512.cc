@@ -16,6 +16,20 @@ float sum(const float* x, size_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
+float sum_prefetch(const float* x, size_t n) {
+  constexpr size_t kAhead = kProbePrefetchBytes / sizeof(float);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i < n; i += 64) {
+    for (size_t line = 0; line < 64; line += 16)
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + line + kAhead), _MM_HINT_T0);
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
 double fma_flops(int64_t iters, float* sink) {
   __m512 a[12];
   for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(static_cast<float>(j));
@@ -42,7 +56,7 @@ double int8_ops(int64_t iters, int32_t* sink) {
   return 2.0 * 64 * 12 * static_cast<double>(iters);
 }
 
-const ProbeKernels kAvx512 = {sum, fma_flops, int8_ops};
+const ProbeKernels kAvx512 = {sum, sum_prefetch, fma_flops, int8_ops};
 
 }  // namespace
 
