@@ -19,7 +19,9 @@ std::string write_file(const char* name, const std::vector<uint8_t>& bytes) {
   const std::string path = temp_path(name);
   FILE* f = std::fopen(path.c_str(), "wb");
   EXPECT_TRUE(f);
-  if (!bytes.empty()) EXPECT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  if (!bytes.empty()) {
+    EXPECT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  }
   std::fclose(f);
   return path;
 }

@@ -156,8 +156,9 @@ TEST(Safetensors, SurvivesTruncationAndByteFlips) {
       bad[i] = static_cast<char>(bad[i] ^ flip);
       write_file(path, bad);
       auto f = SafetensorsFile::open(path);
-      if (f.ok())
+      if (f.ok()) {
         for (const SafetensorsTensor& t : f->tensors()) EXPECT_LE(t.nbytes, bad.size());
+      }
     }
   }
 }
