@@ -26,8 +26,12 @@ bench() {  # name, args...
 # the compute-bound prefill rate) while the first wave still decodes, which
 # the single stream never sees. Steps with prompt tokens took 26 % of the
 # 16-stream run's forward time at 48 tokens out, 11 % at 128.
+# The single stream runs before and after the 16 and the faster of the two
+# counts: on a shared machine one of them can be slowed by a neighbour, which
+# would inflate the ratio.
 bench single -c 1 -n 4 --output-tokens 128:128 --prompt-words 8:24
 bench sixteen -c 16 -n 32 --output-tokens 128:128 --prompt-words 8:24
+bench single_after -c 1 -n 4 --output-tokens 128:128 --prompt-words 8:24
 # Every prompt opens with the same ~1000-token prefix; one client at a time,
 # so each request's TTFT is its own prefill.
 bench miss -c 1 -n 4 --output-tokens 4:4 --shared-prefix-words "$prefix_words" --no-prefix-cache
@@ -37,7 +41,12 @@ bench long -c 16 -n 16 --output-tokens 200:400 --prompt-words 100:200
 /usr/bin/python3 - "$out" <<'PY'
 import json, os, sys
 d = sys.argv[1]
-r = {n: json.load(open(os.path.join(d, n + ".json"))) for n in ("single", "sixteen", "miss", "hit", "long")}
+r = {n: json.load(open(os.path.join(d, n + ".json")))
+     for n in ("single", "single_after", "sixteen", "miss", "hit", "long")}
+before, after = r["single"]["decode_tok_s"], r["single_after"]["decode_tok_s"]
+print(f"single stream before and after the 16: {before:.1f} and {after:.1f} tok/s")
+if after > before:
+    r["single"] = r["single_after"]
 speedup = r["sixteen"]["decode_tok_s"] / r["single"]["decode_tok_s"]
 out_speedup = r["sixteen"]["output_tok_s"] / r["single"]["output_tok_s"]
 ttft = r["miss"]["ttft_ms"]["p50"] / r["hit"]["ttft_ms"]["p50"]
@@ -47,6 +56,6 @@ print(f"output, prefill waits included: 1 stream {r['single']['output_tok_s']:.1
 print(f"KV utilization under 16 streams: {100 * r['sixteen']['kv_utilization']:.1f}% (this mix), "
       f"{100 * r['long']['kv_utilization']:.1f}% (long mix)")
 print(f"TTFT with the shared prefix: miss {r['miss']['ttft_ms']['p50']:.0f} ms, hit {r['hit']['ttft_ms']['p50']:.0f} ms: {ttft:.1f}x")
-print(json.dumps({"single": r["single"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"], "long": r["long"],
+print(json.dumps({"single": r["single"], "single_after": r["single_after"], "sixteen": r["sixteen"], "miss": r["miss"], "hit": r["hit"], "long": r["long"],
                   "decode_ratio": speedup, "output_ratio": out_speedup, "ttft_ratio": ttft}))
 PY
