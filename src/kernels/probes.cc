@@ -3,20 +3,13 @@
 namespace duet {
 namespace {
 
+template <bool kPrefetch>
 float sum_scalar(const float* x, size_t n) {
-  float acc[8] = {};
-  for (size_t i = 0; i < n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += x[i + static_cast<size_t>(j)];
-  float s = 0;
-  for (float a : acc) s += a;
-  return s;
-}
-
-float sum_prefetch_scalar(const float* x, size_t n) {
   constexpr size_t kAhead = kProbePrefetchBytes / sizeof(float);
   float acc[8] = {};
   for (size_t i = 0; i < n; i += 8) {
-    if (i % 16 == 0) __builtin_prefetch(x + i + kAhead);
+    if constexpr (kPrefetch)
+      if (i % 16 == 0) __builtin_prefetch(x + i + kAhead);
     for (int j = 0; j < 8; ++j) acc[j] += x[i + static_cast<size_t>(j)];
   }
   float s = 0;
@@ -42,7 +35,7 @@ double int8_scalar(int64_t iters, int32_t* sink) {
   return 2.0 * 4 * static_cast<double>(iters);
 }
 
-const ProbeKernels kScalar = {sum_scalar, sum_prefetch_scalar, fma_scalar, int8_scalar};
+const ProbeKernels kScalar = {sum_scalar<false>, sum_scalar<true>, fma_scalar, int8_scalar};
 
 }  // namespace
 

@@ -5,26 +5,16 @@
 namespace duet {
 namespace {
 
+// kPrefetch: software prefetch kProbePrefetchBytes ahead, a line at a time.
+template <bool kPrefetch>
 float sum(const float* x, size_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i < n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
-    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
-  }
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
-
-float sum_prefetch(const float* x, size_t n) {
   constexpr size_t kAhead = kProbePrefetchBytes / sizeof(float);
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < n; i += 32) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i + kAhead), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(x + i + 16 + kAhead), _MM_HINT_T0);
+    if constexpr (kPrefetch) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + 16 + kAhead), _MM_HINT_T0);
+    }
     a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
     a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
     a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
@@ -63,7 +53,7 @@ double int8_ops(int64_t iters, int32_t* sink) {
   return 2.0 * 32 * 8 * static_cast<double>(iters);
 }
 
-const ProbeKernels kAvx2 = {sum, sum_prefetch, fma_flops, int8_ops};
+const ProbeKernels kAvx2 = {sum<false>, sum<true>, fma_flops, int8_ops};
 
 }  // namespace
 
