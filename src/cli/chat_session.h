@@ -1,28 +1,20 @@
-// One conversation with a model, its KV cache kept between turns. Each turn
-// renders the whole conversation through the chat template, reuses the
-// cached tokens that the new rendering starts with, prefills only the rest,
-// then decodes the reply. Where the rendering of an earlier reply differs
-// from the tokens that were generated (a template that trims, a different
-// tokenization of the same text), the cache is cut at the first difference
-// and recomputed from there.
-//
-// The engine frees a sequence's blocks when its request finishes, so this
-// drives Model::forward directly with its own cache, block table and sampler.
+// One conversation with a model. Each turn renders the whole conversation
+// through the chat template and submits it to the engine as a new request;
+// the engine's prefix cache finds the blocks the earlier turns left, so a
+// turn prefills little more than what is new. Where the rendering of an
+// earlier reply differs from the tokens generated (a template that trims,
+// another tokenization of the same text), the cache matches up to the
+// first difference and the rest is computed again.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
-#include "engine/sampler.h"
-#include "kv/block_table.h"
-#include "kv/kv_cache.h"
-#include "model/model.h"
+#include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 
 namespace duet::cli {
@@ -31,7 +23,7 @@ struct ChatSessionConfig {
   SamplingParams sampling;
   int32_t ctx = 0;        // 0: the model's trained context
   int32_t n_threads = 0;  // 0: all cores
-  KvType kv_type = KvType::F32;
+  KvType kv_type = KvType::F16;
   bool reuse_cache = true;  // false: prefill the whole conversation every turn
 };
 
@@ -40,9 +32,9 @@ struct TurnStats {
   int32_t cached_tokens = 0;  // of those, reused from the cache
   int32_t prefill_tokens = 0; // computed this turn: prompt_tokens - cached_tokens
   int32_t generated_tokens = 0;
-  double prefill_s = 0;       // prefill until the first token's logits
+  double prefill_s = 0;       // until the first token
   double decode_s = 0;        // the rest
-  const char* stop = "";      // "end", "length" or "context"
+  FinishReason finish = FinishReason::kNone;
 };
 
 class ChatSession {
@@ -57,25 +49,16 @@ class ChatSession {
   Result<TurnStats> turn(const std::string& user_text, int32_t max_tokens,
                          const std::function<void(std::string_view)>& on_text);
 
-  int32_t ctx() const { return ctx_; }
+  int32_t ctx() const { return engine_.ctx(); }
 
  private:
-  // Runs `tokens` through the model at the positions after the cached ones
-  // and adds them to the cache; leaves the logits of the last in logits_.
-  Status extend(std::span<const int32_t> tokens);
+  std::vector<int32_t> render() const;
 
-  Model& model_;
   const Tokenizer& tok_;
   ChatTemplate template_;
-  ChatSessionConfig config_;
-  int32_t ctx_;
-  ThreadPool pool_;
-  KvCache cache_;
-  BlockTable table_;
-  Sampler sampler_;
+  SamplingParams sampling_;
+  Engine engine_;
   std::vector<ChatMessage> messages_;
-  std::vector<int32_t> cached_;  // tokens whose K/V the cache holds, positions 0..
-  std::vector<float> logits_;    // [n_vocab] of the last token run
 };
 
 }  // namespace duet::cli

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "kernels/roofline.h"
+#include "engine/engine.h"
 #include "model/model.h"
 
 namespace duet::cli {
@@ -27,7 +28,7 @@ struct BenchOptions {
   bool no_mmap = false;
   bool roofline = false;
   int32_t probe_mib = 1024;  // the read probe's buffer: far larger than any L3
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
 };
 
 struct Spread {
@@ -44,28 +45,21 @@ Spread spread(const std::vector<double>& v) {
   return s;
 }
 
-// Runs prefill of n tokens as one batch, or n single-token decode steps,
-// from an empty cache; returns the seconds taken.
-double time_phase(Model& m, ThreadPool& pool, KvCache& cache, const std::vector<int32_t>& ids,
-                  bool decode, std::vector<float>& logits) {
-  BlockTable table;
-  table.reserve(cache.pool(), static_cast<int32_t>(ids.size()));
-  Batch batch;
-  const auto t0 = Clock::now();
-  if (!decode) {
-    const int32_t s = batch.add_sequence(&table);
-    for (size_t i = 0; i < ids.size(); ++i)
-      batch.add(ids[i], static_cast<int32_t>(i), s, i + 1 == ids.size());
-    (void)m.forward(batch, cache, pool, logits.data());
-  } else {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      batch.clear();
-      batch.add(ids[i], static_cast<int32_t>(i), batch.add_sequence(&table), true);
-      (void)m.forward(batch, cache, pool, logits.data());
-    }
-  }
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  table.release_all(cache.pool());
+// Times one phase through the engine, from an empty cache (no prefix
+// caching): prefill is n prompt tokens until the first token, decode is n
+// tokens generated after a one-token prompt (n single-token steps, the
+// first of them that prompt's). Returns the seconds taken.
+double time_phase(Engine& engine, const std::vector<int32_t>& ids, bool decode) {
+  RequestParams params;
+  params.sampling = SamplingParams::greedy();
+  params.ignore_eos = true;
+  params.max_tokens = decode ? static_cast<int32_t>(ids.size()) : 1;
+  const std::vector<int32_t> prompt = decode ? std::vector<int32_t>{ids[0]} : ids;
+  double secs = 0;
+  auto id = engine.submit(prompt, params, [&](const TokenEvent& ev) {
+    if (ev.finished) secs = decode ? ev.timings->token_times.back() : ev.timings->first_token;
+  });
+  if (!id || !engine.run_until_idle()) return 0;
   return secs;
 }
 
@@ -81,11 +75,9 @@ struct PhaseResult {
 // the bandwidth this shared machine gives moved between ~31 and ~50 GB/s
 // from one minute to the next, so a ceiling measured once at the start
 // made the same decode speed read as 65 % or 100 %.
-std::vector<PhaseResult> bench_model(Model& m, ThreadPool& pool, const BenchOptions& o,
-                                     KvType kv_type) {
+std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
+  const Model& m = engine.model();
   const int32_t max_tokens = std::max(o.n_prompt, o.n_gen);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(std::max(1, max_tokens)), kv_type);
-  std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> pick(0, m.config().n_vocab - 1);
   std::vector<int32_t> ids(static_cast<size_t>(max_tokens));
@@ -97,13 +89,27 @@ std::vector<PhaseResult> bench_model(Model& m, ThreadPool& pool, const BenchOpti
   for (PhaseResult& p : out) {
     const std::vector<int32_t> prefix(ids.begin(), ids.begin() + p.n);
     const std::vector<int32_t> warm(prefix.begin(), prefix.begin() + std::min(p.n, 8));
-    time_phase(m, pool, cache, warm, p.decode, logits);  // pages the weights in
+    time_phase(engine, warm, p.decode);  // pages the weights in
     for (int32_t r = 0; r < o.reps; ++r) {
-      if (o.roofline) p.roofs.push_back(measure_roofline(pool, static_cast<size_t>(o.probe_mib) << 20));
-      p.tps.push_back(p.n / time_phase(m, pool, cache, prefix, p.decode, logits));
+      if (o.roofline) p.roofs.push_back(measure_roofline(engine.threads(), static_cast<size_t>(o.probe_mib) << 20));
+      p.tps.push_back(p.n / time_phase(engine, prefix, p.decode));
     }
   }
   return out;
+}
+
+// One sequence at a time, every prompt token in one step, nothing reused
+// between repetitions.
+EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvType kv_type) {
+  const int32_t max_tokens = std::max({o.n_prompt, o.n_gen, 8});
+  EngineConfig c;
+  c.n_threads = n_threads;
+  c.ctx = max_tokens + 1;
+  c.kv_type = kv_type;
+  c.scheduler.max_seqs = 1;
+  c.scheduler.max_batch_tokens = max_tokens;
+  c.scheduler.prefix_caching = false;
+  return c;
 }
 
 // The weight type that dominates the model's bytes (the FFN's).
@@ -125,7 +131,6 @@ int run(const BenchOptions& o) {
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
   }
   for (int32_t n_threads : *threads) {
-    ThreadPool pool(n_threads);
     for (const std::string& path : o.models) {
       auto loaded = Model::load(path, load_mode(o.no_mmap));
       if (!loaded) return fail(loaded.error());
@@ -136,7 +141,9 @@ int run(const BenchOptions& o) {
       // The type column names the KV type too when it is not the default.
       const std::string type_label =
           std::string(dtype_name(wtype)) + (*kv_type == KvType::F32 ? "" : " kv " + o.kv_type);
-      const std::vector<PhaseResult> phases = bench_model(m, pool, o, *kv_type);
+      Engine engine(m, bench_engine_config(o, n_threads, *kv_type));
+      ThreadPool& pool = engine.threads();
+      const std::vector<PhaseResult> phases = bench_model(engine, o);
       const double weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
       const double kv_bytes_per_pos = static_cast<double>(KvCache::bytes_per_token(m.kv_shape(), *kv_type));
       for (const PhaseResult& p : phases) {

@@ -25,10 +25,18 @@ struct ChatOptions {
   int64_t seed = -1;
   int32_t threads = 0;
   int32_t ctx = 0;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   bool verbose = false;
   bool no_cache_reuse = false;
 };
+
+const char* stop_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "end";
+    case FinishReason::kContext: return "context";
+    default: return "length";
+  }
+}
 
 void print_turn_stats(int turn, const TurnStats& s) {
   const double prefill_tps = s.prefill_s > 0 ? s.prefill_tokens / s.prefill_s : 0;
@@ -37,7 +45,7 @@ void print_turn_stats(int turn, const TurnStats& s) {
                "[turn %d] prompt %d tokens: %d cached, %d prefilled (%.1f ms, %.1f tok/s); "
                "generated %d tokens (%s, %.1f tok/s)\n",
                turn, s.prompt_tokens, s.cached_tokens, s.prefill_tokens, s.prefill_s * 1e3, prefill_tps,
-               s.generated_tokens, s.stop, decode_tps);
+               s.generated_tokens, stop_name(s.finish), decode_tps);
 }
 
 int chat(ChatOptions o) {
@@ -78,7 +86,7 @@ int chat(ChatOptions o) {
     std::fputc('\n', stdout);
     std::fflush(stdout);
     if (o.verbose) print_turn_stats(turn, *stats);
-    if (std::string_view(stats->stop) == "context") {
+    if (stats->finish == FinishReason::kContext) {
       std::fprintf(stderr, "duet: the context of %d tokens is full; the conversation ends\n", session.ctx());
       break;
     }

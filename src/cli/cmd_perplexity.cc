@@ -25,7 +25,7 @@ struct PerplexityArgs {
   int32_t ctx = 0;
   int32_t stride = 0;
   int32_t threads = 0;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   bool json = false;
 };
 

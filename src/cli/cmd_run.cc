@@ -23,7 +23,7 @@ struct RunOptions {
   int64_t seed = -1;
   int32_t threads = 0;
   int32_t ctx = 0;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
@@ -126,15 +126,11 @@ int run(RunOptions o) {
   std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
   std::fflush(stdout);
   if (o.n_predict == 0) return 0;
-  StreamDetokenizer detok(tok, /*first_is_start=*/false);
   auto id = engine.submit(stats.prompt_ids, params, [&](const TokenEvent& ev) {
     stats.peak_blocks = std::max(stats.peak_blocks, engine.cache().pool().n_used());
-    if (ev.token >= 0) {
-      stats.generated_ids.push_back(ev.token);
-      const std::string text = detok.push(ev.token);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    }
+    if (ev.token >= 0) stats.generated_ids.push_back(ev.token);
+    std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+    std::fflush(stdout);
     if (ev.finished) {
       stats.timings = *ev.timings;
       stats.reason = ev.reason;
@@ -143,9 +139,6 @@ int run(RunOptions o) {
   });
   if (!id) return fail(id.error());
   if (Status st = engine.run_until_idle(); !st) return fail(st.error());
-  const std::string rest = detok.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
 
   if (stats.reason == FinishReason::kError) return fail(err(stats.error));
   if (stats.reason == FinishReason::kContext && !o.json)

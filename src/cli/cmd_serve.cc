@@ -27,7 +27,7 @@ struct ServeOptions {
   int32_t max_queue = 64;
   int32_t kv_blocks = 0;
   double kv_mem_mib = 0;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   int read_timeout = 10;
   bool no_prefix_cache = false;
   bool no_mmap = false;

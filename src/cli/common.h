@@ -22,7 +22,7 @@ Result<std::vector<int32_t>> parse_token_ids(const std::string& text);
 // --kv-type NAME for a model with these KV heads: the type, or an error
 // naming the option and what it accepts.
 Result<KvType> kv_type_option(const std::string& name, const KvShape& shape);
-// Adds --kv-type to a subcommand, stored in `name` (default f32).
+// Adds --kv-type to a subcommand, stored in `name` (its default is the caller's).
 void add_kv_type_option(CLI::App& app, std::string& name);
 
 // Adds --no-mmap to a subcommand: read the model into huge-page memory

@@ -13,6 +13,9 @@ namespace duet {
 
 struct Error {
   std::string message;
+  // A stable name for the kind of error where a caller must tell kinds
+  // apart (the server maps it to its API's error code); usually empty.
+  std::string code;
 };
 
 // Builds an Error from pieces streamed together: err("tensor '", name, "' ...").
@@ -20,7 +23,7 @@ template <class... Parts>
 Error err(const Parts&... parts) {
   std::ostringstream os;
   (os << ... << parts);
-  return Error{os.str()};
+  return Error{os.str(), {}};
 }
 
 template <class T>

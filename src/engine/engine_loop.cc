@@ -29,7 +29,7 @@ Result<int64_t> EngineLoop::submit(std::vector<int32_t> prompt, const RequestPar
     --in_flight_;
     return st.error();
   }
-  const int64_t id = next_id_++;
+  const int64_t id = engine_.new_request_id();
   // The reservation ends when the request does, whatever ends it.
   TokenCallback wrapped = [this, cb = std::move(on_token)](const TokenEvent& ev) {
     if (cb) cb(ev);
@@ -58,31 +58,25 @@ EngineMetrics EngineLoop::metrics() const {
 
 void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& cancels) {
   for (Pending& p : submits) {
-    const int64_t front_id = p.id;
-    TokenCallback cb = [this, front_id, inner = std::move(p.on_token)](const TokenEvent& ev) {
-      TokenEvent out = ev;
-      out.request_id = front_id;
-      if (ev.finished) engine_ids_.erase(front_id);
-      inner(out);
+    const int64_t id = p.id;
+    TokenCallback cb = [this, id, inner = std::move(p.on_token)](const TokenEvent& ev) {
+      if (ev.finished) live_.erase(id);
+      inner(ev);
     };
-    auto id = engine_.submit(std::move(p.prompt), p.params, cb);
-    if (id) {
-      engine_ids_[front_id] = *id;
-    } else {
+    live_.insert(id);
+    auto submitted = engine_.submit(std::move(p.prompt), p.params, cb, id);
+    if (!submitted) {
       TokenEvent ev;
-      ev.request_id = front_id;
+      ev.request_id = id;
       ev.finished = true;
       ev.reason = FinishReason::kError;
-      ev.error = id.error().message;
+      ev.error = submitted.error().message;
       cb(ev);
     }
   }
-  // Cancels are applied after the submits they may follow; an id no longer
-  // in the engine has finished already.
-  for (int64_t front_id : cancels) {
-    auto it = engine_ids_.find(front_id);
-    if (it != engine_ids_.end()) engine_.cancel(it->second);
-  }
+  // Cancels are applied after the submits they may follow; the engine
+  // ignores an id that has finished already.
+  for (int64_t id : cancels) engine_.cancel(id);
 }
 
 void EngineLoop::publish() {
@@ -118,8 +112,8 @@ void EngineLoop::run() {
     submits.swap(submits_);
   }
   apply(submits, cancels);
-  for (auto it = engine_ids_.begin(); it != engine_ids_.end(); it = engine_ids_.begin())
-    engine_.cancel(it->second);
+  const std::vector<int64_t> ids(live_.begin(), live_.end());
+  for (int64_t id : ids) engine_.cancel(id);
   publish();
 }
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/engine.h"
@@ -29,8 +29,9 @@ class EngineLoop {
   // Reserves room for one request; false when max_in_flight are in flight.
   // Every true must be followed by exactly one submit().
   bool try_reserve();
-  // Queues a request (checked now); it joins at the next step. Frees the
-  // reservation when it fails. The returned id is this front's, for cancel().
+  // Queues a request (checked now by the engine's one prompt rule); it joins
+  // at the next step. Frees the reservation when it fails. The returned id
+  // is the engine's, the same in every event, for cancel() and for logs.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
                          TokenCallback on_token);
   // Ends a request wherever it is; unknown or finished ids are ignored.
@@ -56,7 +57,6 @@ class EngineLoop {
   Engine& engine_;
   const int32_t max_in_flight_;
   std::atomic<int32_t> in_flight_{0};
-  std::atomic<int64_t> next_id_{1};
 
   std::mutex mu_;  // guards the inbox and stop_
   std::condition_variable wake_;
@@ -67,8 +67,8 @@ class EngineLoop {
   mutable std::mutex metrics_mu_;
   EngineMetrics metrics_;
 
-  // Engine thread only: front id -> engine id of requests in the engine.
-  std::unordered_map<int64_t, int64_t> engine_ids_;
+  // Engine thread only: requests submitted and not yet finished.
+  std::unordered_set<int64_t> live_;
   std::thread thread_;
 };
 

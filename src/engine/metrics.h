@@ -33,6 +33,14 @@ class Histogram {
   double sum_ = 0;
 };
 
+// One KV block pool's blocks by state.
+struct PoolGauges {
+  int32_t total = 0;
+  int32_t used = 0;    // held by a sequence
+  int32_t cached = 0;  // unreferenced, kept for the prefix cache
+  int32_t free = 0;    // neither
+};
+
 struct EngineMetrics {
   EngineMetrics();
 
@@ -54,10 +62,8 @@ struct EngineMetrics {
   // Gauges, as of the last step.
   int32_t waiting = 0;
   int32_t running = 0;
-  int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;    // held by a sequence
-  int32_t kv_blocks_cached = 0;  // unreferenced, kept for the prefix cache
-  int32_t kv_blocks_free = 0;    // neither
+  PoolGauges kv;        // the target model's cache
+  PoolGauges draft_kv;  // the draft model's (all zero without one)
   int64_t kv_tokens_stored = 0;  // distinct token slots filled in used blocks
   // The cache's fixed facts, so a scrape shows what --kv-type bought.
   KvType kv_type = KvType::F32;

@@ -24,6 +24,9 @@ struct RequestParams {
   // sampled token and the N most likely tokens, from the log-softmax of the
   // model's raw logits (before penalties, temperature and truncation).
   int32_t logprobs = -1;
+  // The output text continues the prompt's (completions), so its first
+  // piece keeps a leading space; false for a reply that starts anew.
+  bool continues_prompt = true;
 };
 
 // Timings of one request, in seconds since it was submitted.

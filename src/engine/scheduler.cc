@@ -6,20 +6,36 @@
 
 namespace duet {
 
+namespace {
+
+// Gives back every block a sequence holds and forgets what it computed.
+void reset_kv(Sequence* seq, BlockPool& pool) {
+  seq->table.release_all(pool);
+  seq->block_hashes.clear();
+  seq->n_computed = 0;
+  seq->n_evicted = 0;
+}
+
+ScheduledChunk chunk_of(Sequence* seq, int32_t n) {
+  // Drafts past the chunk's room are dropped by the engine before it runs;
+  // the chunk then still ends at the sequence's last token.
+  return {seq, n, std::min(seq->spec.n_draft, std::max(0, n - 1))};
+}
+
+}  // namespace
+
 void Scheduler::remove(Sequence* seq, BlockPool& pool) {
   seq->table.release_all(pool);
   std::erase(running_, seq);
   std::erase(waiting_, seq);
 }
 
-void Scheduler::preempt(Sequence* seq, BlockPool& pool) {
-  seq->table.release_all(pool);
-  seq->block_hashes.clear();
-  seq->n_computed = 0;
-  seq->n_evicted = 0;
+void Scheduler::preempt(Sequence* seq, BlockPool& pool, SchedulerOutput& out) {
+  reset_kv(seq, pool);
   ++seq->timings.n_preemptions;
   std::erase(running_, seq);
   waiting_.push_front(seq);
+  out.preempted.push_back(seq);
 }
 
 void Scheduler::reuse_cached_prefix(Sequence* seq, BlockPool& pool) {
@@ -34,9 +50,8 @@ int32_t Scheduler::chunk_size(const Sequence* seq, int32_t budget) const {
   return config_.max_chunk_tokens > 0 ? std::min(n, config_.max_chunk_tokens) : n;
 }
 
-std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
-                                                std::vector<Sequence*>& unfittable) {
-  std::vector<ScheduledChunk> chunks;
+SchedulerOutput Scheduler::schedule(BlockPool& pool) {
+  SchedulerOutput out;
   int32_t budget = config_.max_batch_tokens;
 
   for (size_t i = 0; i < running_.size() && budget > 0;) {
@@ -44,24 +59,28 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
     const int32_t n = chunk_size(seq, budget);
     bool fits = seq->table.reserve(pool, seq->cache_len() + n);
     while (!fits && running_.back() != seq) {
-      preempt(running_.back(), pool);
+      preempt(running_.back(), pool, out);
       fits = seq->table.reserve(pool, seq->cache_len() + n);
     }
     if (!fits) {
       // Alone and still too big for the pool: it can never run.
-      if (chunks.empty()) {
-        unfittable.push_back(seq);
+      if (out.chunks.empty()) {
+        out.unfittable.push_back(seq);
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      preempt(seq, pool);
+      preempt(seq, pool, out);
       break;
     }
-    chunks.push_back({seq, n});
+    out.chunks.push_back(chunk_of(seq, n));
     budget -= n;
     ++i;
   }
+  admit_waiting(pool, budget, out);
+  return out;
+}
 
+void Scheduler::admit_waiting(BlockPool& pool, int32_t& budget, SchedulerOutput& out) {
   while (budget > 0 && !waiting_.empty() &&
          running_.size() < static_cast<size_t>(config_.max_seqs)) {
     Sequence* seq = waiting_.front();
@@ -69,16 +88,13 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
     const int32_t n = chunk_size(seq, budget);
     if (!seq->table.reserve(pool, seq->cache_len() + n)) {
       // Waiting sequences hold no blocks: give the matched prefix back.
-      seq->table.release_all(pool);
-      seq->block_hashes.clear();
-      seq->n_computed = 0;
-      seq->n_evicted = 0;
-      if (running_.empty() && chunks.empty()) {
+      reset_kv(seq, pool);
+      if (running_.empty() && out.chunks.empty()) {
         waiting_.pop_front();
-        unfittable.push_back(seq);
+        out.unfittable.push_back(seq);
         continue;
       }
-      break;
+      return;
     }
     waiting_.pop_front();
     if (config_.prefix_caching && seq->timings.n_preemptions == 0) {
@@ -87,10 +103,9 @@ std::vector<ScheduledChunk> Scheduler::schedule(BlockPool& pool,
       prefix_hit_tokens_ += seq->n_computed;
     }
     running_.push_back(seq);
-    chunks.push_back({seq, n});
+    out.chunks.push_back(chunk_of(seq, n));
     budget -= n;
   }
-  return chunks;
 }
 
 }  // namespace duet

@@ -12,6 +12,7 @@
 #include <deque>
 #include <vector>
 
+#include "engine/scheduler_output.h"
 #include "engine/sequence.h"
 #include "kv/block_pool.h"
 
@@ -24,11 +25,6 @@ struct SchedulerConfig {
   int32_t max_chunk_tokens = 0;  // most tokens of one sequence per step; 0: no limit
 };
 
-struct ScheduledChunk {
-  Sequence* seq;
-  int32_t n_tokens;  // from seq->n_computed on
-};
-
 class Scheduler {
  public:
   explicit Scheduler(const SchedulerConfig& config) : config_(config) {}
@@ -37,9 +33,10 @@ class Scheduler {
   // Removes a sequence wherever it is (finished or cancelled); frees its blocks.
   void remove(Sequence* seq, BlockPool& pool);
 
-  // This step's chunks. A sequence that cannot fit even alone in the pool is
-  // returned in `unfittable` so the engine can fail it.
-  std::vector<ScheduledChunk> schedule(BlockPool& pool, std::vector<Sequence*>& unfittable);
+  // This step's chunks, with what was preempted and what can never fit.
+  // Draft tokens at a sequence's end are verified only as far as the chunk
+  // has room for them (ScheduledChunk::n_draft).
+  SchedulerOutput schedule(BlockPool& pool);
 
   // Prompt tokens looked up in the prefix cache on first admission, and of
   // those found there.
@@ -53,9 +50,10 @@ class Scheduler {
   bool empty() const { return waiting_.empty() && running_.empty(); }
 
  private:
-  void preempt(Sequence* seq, BlockPool& pool);
+  void preempt(Sequence* seq, BlockPool& pool, SchedulerOutput& out);
   void reuse_cached_prefix(Sequence* seq, BlockPool& pool);
   int32_t chunk_size(const Sequence* seq, int32_t budget) const;
+  void admit_waiting(BlockPool& pool, int32_t& budget, SchedulerOutput& out);
 
   SchedulerConfig config_;
   std::deque<Sequence*> waiting_;

@@ -67,6 +67,7 @@ struct Sequence {
   std::vector<uint64_t> block_hashes;  // of the full blocks of `table` hashed so far
   std::optional<StopText> text;        // set by the engine
   bool stop_matched = false;           // a stop string ended the text
+  bool ended = false;                  // its finishing event has been sent
   Clock::time_point submitted;
   RequestTimings timings;
   SpecState spec;

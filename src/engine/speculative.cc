@@ -89,6 +89,8 @@ class ModelDrafter final : public Drafter {
     seq->spec.draft_computed = 0;
   }
 
+  const BlockPool* block_pool() const override { return &cache_.pool(); }
+
  private:
   static constexpr int32_t kMaxRows = 512;  // rows per draft forward pass
 
@@ -178,6 +180,57 @@ Status ModelDrafter::propose(std::span<Sequence* const> seqs, ThreadPool& pool) 
 }
 
 }  // namespace
+
+void Speculator::trim(const SchedulerOutput& plan) {
+  for (Sequence* seq : drafted_) {
+    int32_t allowed = 0;  // 0 when the sequence was not scheduled at all
+    for (const ScheduledChunk& c : plan.chunks)
+      if (c.seq == seq) allowed = c.n_draft;
+    SpecState& s = seq->spec;
+    if (s.n_draft <= allowed) continue;
+    seq->tokens.resize(seq->tokens.size() - static_cast<size_t>(s.n_draft - allowed));
+    s.q.resize(static_cast<size_t>(allowed));
+    s.n_draft = allowed;
+    drafter_->keep(seq, seq->size());
+  }
+}
+
+Speculator::Outcome Speculator::verify(Sequence* seq, int32_t n_vocab, float* rows, BlockPool& pool,
+                                       std::vector<int32_t>& out, std::vector<float>& raw) {
+  SpecState& s = seq->spec;
+  const int32_t base = seq->size() - s.n_draft;
+  const std::span<const int32_t> tokens(seq->tokens);
+  int32_t accepted = 0;
+  for (int32_t j = 0; j <= s.n_draft; ++j) {
+    float* row = rows + static_cast<size_t>(j) * static_cast<size_t>(n_vocab);
+    if (seq->params.logprobs >= 0) raw.insert(raw.end(), row, row + n_vocab);
+    seq->sampler.distribution(row, n_vocab, tokens.first(static_cast<size_t>(base + j)), target_dist_);
+    if (j == s.n_draft) {
+      out.push_back(seq->sampler.draw(target_dist_));
+      break;
+    }
+    const int32_t d = seq->tokens[static_cast<size_t>(base + j)];
+    const Verdict v = accept_or_resample(target_dist_, s.q[static_cast<size_t>(j)], d, seq->sampler, residual_);
+    out.push_back(v.token);
+    s.accept_rate = 0.9 * s.accept_rate + (v.accepted ? 0.1 : 0.0);
+    if (!v.accepted) break;
+    ++accepted;
+  }
+  const Outcome outcome{s.n_draft, accepted};
+  seq->timings.n_drafted += s.n_draft;
+  seq->timings.n_accepted += accepted;
+
+  seq->tokens.resize(static_cast<size_t>(base + accepted));
+  seq->tokens.push_back(out.back());
+  // The rejected drafts' K/V stay in their slots, to be overwritten: rolling
+  // back is only dropping whole blocks past the accepted tokens.
+  seq->n_computed = base + accepted;
+  seq->table.truncate(pool, seq->cache_len());
+  drafter_->keep(seq, seq->n_computed);
+  s.n_draft = 0;
+  s.q.clear();
+  return outcome;
+}
 
 std::unique_ptr<Drafter> make_lookup_drafter(int32_t max_ngram) {
   return std::make_unique<LookupDrafter>(max_ngram);

@@ -14,7 +14,9 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
+#include "engine/scheduler_output.h"
 #include "engine/sequence.h"
+#include "kv/block_pool.h"
 #include "model/model.h"
 
 namespace duet {
@@ -52,8 +54,10 @@ class Drafter {
   virtual Status propose(std::span<Sequence* const> seqs, ThreadPool& pool) = 0;
   // The first n tokens of seq are final; draft state past them is dropped.
   virtual void keep(Sequence* /*seq*/, int32_t /*n*/) {}
-  // The sequence is gone.
+  // The sequence is gone, or preempted: its draft state is freed.
   virtual void release(Sequence* /*seq*/) {}
+  // The drafter's own KV block pool, if it has one.
+  virtual const BlockPool* block_pool() const { return nullptr; }
 };
 
 std::unique_ptr<Drafter> make_lookup_drafter(int32_t max_ngram);
@@ -63,6 +67,58 @@ std::unique_ptr<Drafter> make_lookup_drafter(int32_t max_ngram);
 Result<std::unique_ptr<Drafter>> make_model_drafter(Model& draft, const Model& target,
                                                     int32_t ctx, int32_t max_seqs,
                                                     int32_t draft_max);
+
+// Speculative decoding as the engine runs it: drafts before scheduling,
+// trims what the schedule has no room for, and verifies after the forward
+// pass.
+class Speculator {
+ public:
+  Speculator(std::unique_ptr<Drafter> drafter, int32_t draft_max)
+      : drafter_(std::move(drafter)), draft_max_(draft_max) {}
+
+  // Drafts for every decoding sequence of `running`. `ctx_room(seq)` is how
+  // many more tokens the sequence's context holds.
+  template <class Room>
+  Status propose(std::span<Sequence* const> running, Room ctx_room, ThreadPool& pool);
+  // Drops the draft tokens each sequence's chunk cannot verify this step.
+  void trim(const SchedulerOutput& plan);
+
+  struct Outcome {
+    int32_t n_draft;
+    int32_t n_accepted;
+  };
+  // Tests seq's draft tokens against the target's logits `rows` (one per
+  // draft token, then one past the last) in order, stopping at the first
+  // rejection. Leaves seq->tokens ending in the accepted drafts and one
+  // more token drawn by the target (a replacement, or a bonus when all were
+  // accepted); `out` gets those tokens and `raw` the rows it read when the
+  // request wants logprobs. Frees the target blocks past the kept tokens.
+  Outcome verify(Sequence* seq, int32_t n_vocab, float* rows, BlockPool& pool,
+                 std::vector<int32_t>& out, std::vector<float>& raw);
+
+  void release(Sequence* seq) { drafter_->release(seq); }
+  const BlockPool* block_pool() const { return drafter_->block_pool(); }
+
+ private:
+  std::unique_ptr<Drafter> drafter_;
+  int32_t draft_max_;
+  std::vector<Sequence*> drafted_;      // this step's
+  TokenDist target_dist_, residual_;    // verification scratch
+};
+
+template <class Room>
+Status Speculator::propose(std::span<Sequence* const> running, Room ctx_room, ThreadPool& pool) {
+  drafted_.clear();
+  for (Sequence* seq : running) {
+    // Only sequences decoding: their one pending token is the last sampled.
+    if (seq->n_pending() != 1 || seq->n_generated() == 0) continue;
+    const int32_t room = std::min(seq->params.max_tokens - seq->n_generated(), ctx_room(seq)) - 1;
+    seq->spec.k = std::min(adaptive_draft_len(seq->spec.accept_rate, draft_max_), room);
+    if (seq->spec.k > 0) drafted_.push_back(seq);
+  }
+  if (drafted_.empty()) return {};
+  return drafter_->propose(drafted_, pool);
+}
 
 // The n-gram lookup itself: up to k tokens that followed the latest earlier
 // occurrence of the longest suffix of `tokens` (max_ngram down to 1 long).

@@ -4,8 +4,8 @@
 
 namespace duet {
 
-StopText::StopText(const Tokenizer& tok, std::vector<std::string> stops)
-    : detok_(tok, /*first_is_start=*/false), stops_(std::move(stops)) {
+StopText::StopText(const Tokenizer& tok, std::vector<std::string> stops, bool continues_prompt)
+    : detok_(tok, /*first_is_start=*/!continues_prompt), stops_(std::move(stops)) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 

@@ -13,8 +13,9 @@ namespace duet {
 
 class StopText {
  public:
-  // Generated text continues the prompt, so the first piece keeps its space.
-  StopText(const Tokenizer& tok, std::vector<std::string> stops);
+  // continues_prompt: the text follows the prompt's, so the first piece
+  // keeps its leading space; false where it starts anew (a chat reply).
+  StopText(const Tokenizer& tok, std::vector<std::string> stops, bool continues_prompt = true);
 
   struct Piece {
     std::string text;      // safe to release now

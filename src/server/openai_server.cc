@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
@@ -87,6 +88,14 @@ struct WholeResponse {
                               shape.logprobs ? logprobs.take() : json(nullptr), timings));
   }
 };
+
+// One line per finished request, under the id its response carries.
+void log_finished(const std::string& id, const TokenEvent& ev) {
+  const RequestTimings& t = *ev.timings;
+  std::fprintf(stderr, "duet: %s %s: %d prompt tokens (%d cached), %d generated, TTFT %.1f ms%s%s\n", id.c_str(),
+               finish_reason_name(ev.reason), t.n_prompt, t.n_cached, t.n_generated,
+               std::max(0.0, t.first_token) * 1e3, ev.error.empty() ? "" : ": ", ev.error.c_str());
+}
 
 void cancel_unless_finished(Channel& channel, EngineLoop& loop) {
   bool finished;
@@ -226,24 +235,24 @@ void OpenAiServer::routes() {
   });
 }
 
-void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+// Parse: the request's JSON into a GenerateRequest and its prompt's ids.
+std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool chat, GenerateRequest& r,
+                                            std::vector<int32_t>& prompt) const {
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return send_error(res, invalid("the request body is not valid JSON"));
-  GenerateRequest r;
-  if (auto e = parse_generate_request(body, chat, r)) return send_error(res, *e);
+  if (body.is_discarded()) return invalid("the request body is not valid JSON");
+  if (auto e = parse_generate_request(body, chat, r)) return e;
 
   const Tokenizer& tok = model_.tokenizer();
-  std::vector<int32_t> prompt;
   if (chat) {
     std::string text;
     if (config_.chat_template) {
       std::vector<duet::ChatMessage> messages;
       for (const auto& m : r.messages) messages.push_back({m.role, m.content});
       auto rendered = config_.chat_template->apply(messages, /*add_generation_prompt=*/true);
-      if (!rendered) return send_error(res, invalid(rendered.error().message, "messages"));
+      if (!rendered) return invalid(rendered.error().message, "messages");
       text = std::move(*rendered);
     } else {
-      if (Status st = chat_supported(model_); !st) return send_error(res, invalid(st.error().message, "messages"));
+      if (Status st = chat_supported(model_); !st) return invalid(st.error().message, "messages");
       text = llama2_chat_prompt(r.messages);
     }
     // Templates write BOS themselves (as bos_token), so none is added here.
@@ -253,35 +262,53 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   } else {
     prompt = tok.encode(r.prompt, tok.add_bos_default());
   }
-  const int32_t ctx = loop_.engine().ctx();
-  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
-  if (n_prompt >= ctx)
-    return send_error(res, invalid("the prompt has " + std::to_string(n_prompt) +
-                                       " tokens; this model's context is " + std::to_string(ctx) +
-                                       " tokens, and at least one must be left to generate",
-                                   chat ? "messages" : "prompt", "context_length_exceeded"));
+  return std::nullopt;
+}
+
+// Validate: the engine's one prompt rule, then the defaults that depend on
+// the prompt's length.
+std::optional<ApiError> OpenAiServer::validate(bool chat, const std::vector<int32_t>& prompt,
+                                               GenerateRequest& r) const {
+  const Engine& engine = loop_.engine();
+  if (Status st = engine.check_prompt(prompt); !st)
+    return invalid(st.error().message, chat ? "messages" : "prompt", st.error().code);
   // Completions default to 16 tokens (OpenAI's legacy default), chat to the
   // rest of the context; generation also stops when the context is full.
-  r.params.max_tokens = r.max_tokens ? *r.max_tokens : (chat ? ctx - n_prompt : 16);
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  r.params.max_tokens = r.max_tokens ? *r.max_tokens : (chat ? engine.ctx() - n_prompt : 16);
+  return std::nullopt;
+}
 
+void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+  GenerateRequest r;
+  std::vector<int32_t> prompt;
+  if (auto e = parse(req, chat, r, prompt)) return send_error(res, *e);
+  if (auto e = validate(chat, prompt, r)) return send_error(res, *e);
+
+  // Submit.
   if (!loop_.try_reserve()) {
     res.set_header("Retry-After", "1");
     return send_error(res, {503, "the server is busy: its request queue is full; retry later",
                             "server_error", "", "queue_full"});
   }
   auto channel = std::make_shared<Channel>();
-  auto id = loop_.submit(std::move(prompt), r.params, [channel](const TokenEvent& ev) { channel->push(ev); });
-  if (!id) return send_error(res, invalid(id.error().message, chat ? "messages" : "prompt"));
-  channel->id = *id;
-
   auto shape = std::make_shared<ResponseShape>();
   shape->chat = chat;
-  shape->id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++);
   shape->created = static_cast<int64_t>(std::time(nullptr));
   shape->model = r.model.empty() ? config_.model_name : r.model;
   shape->logprobs = r.logprobs >= 0;
-  shape->tokenizer = &tok;
+  shape->tokenizer = &model_.tokenizer();
+  const bool log = config_.log_requests;
+  auto id = loop_.submit(std::move(prompt), r.params, [channel, shape, log](const TokenEvent& ev) {
+    if (ev.finished && log) log_finished(shape->id, ev);
+    channel->push(ev);
+  });
+  if (!id) return send_error(res, invalid(id.error().message, chat ? "messages" : "prompt", id.error().code));
+  // One id from submission on: the engine's, in the response and the log.
+  channel->id = *id;
+  shape->id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(*id);
 
+  // Stream.
   if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms);
 
   const bool include_usage = r.include_usage;

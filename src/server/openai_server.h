@@ -11,13 +11,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "core/error.h"
 #include "engine/engine_loop.h"
 #include "model/model.h"
-
-
+#include "server/api_error.h"
+#include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace duet::server {
@@ -36,6 +38,7 @@ struct ServerConfig {
   // The chat template for /v1/chat/completions; null: the built-in Llama 2
   // format where the vocabulary allows it (chat_prompt.h).
   std::shared_ptr<const ChatTemplate> chat_template;
+  bool log_requests = true;  // one line on stderr per finished request
 };
 
 class OpenAiServer {
@@ -53,15 +56,17 @@ class OpenAiServer {
  private:
   void routes();
   Status widen_backlog();
+  // A generation request as a pipeline: parse -> validate -> submit -> stream.
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
-
+  std::optional<ApiError> parse(const httplib::Request& req, bool chat, GenerateRequest& r,
+                                std::vector<int32_t>& prompt) const;
+  std::optional<ApiError> validate(bool chat, const std::vector<int32_t>& prompt, GenerateRequest& r) const;
 
   Model& model_;
   EngineLoop& loop_;
   ServerConfig config_;
   std::unique_ptr<httplib::Server> http_;
   int listen_fd_ = -1;  // the listening socket, once bound
-  std::atomic<int64_t> next_id_{1};
 };
 
 }  // namespace duet::server

@@ -31,6 +31,18 @@ void histogram(std::string& out, const char* name, const char* help, const Histo
   out += buf;
 }
 
+// One block pool's gauges: prefix_total, _used, _cached and _free.
+void pool_metrics(std::string& out, const std::string& prefix, const std::string& what, const PoolGauges& g) {
+  const std::pair<const char*, std::string> parts[] = {
+      {"_total", what + " cache blocks"},
+      {"_used", what + " blocks held by sequences"},
+      {"_cached", "Unreferenced " + what + " blocks kept for the prefix cache"},
+      {"_free", what + " blocks neither used nor cached"}};
+  const int32_t values[] = {g.total, g.used, g.cached, g.free};
+  for (size_t i = 0; i < 4; ++i)
+    metric(out, (prefix + parts[i].first).c_str(), "gauge", parts[i].second.c_str(), values[i]);
+}
+
 }  // namespace
 
 std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
@@ -68,14 +80,12 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
   metric(out, "duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",
          static_cast<double>(m.prefix_hit_tokens));
   metric(out, "duet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / queries (tokens)", m.prefix_hit_rate());
-  metric(out, "duet_kv_blocks_total", "gauge", "KV cache blocks", m.kv_blocks_total);
-  metric(out, "duet_kv_blocks_used", "gauge", "KV blocks held by sequences", m.kv_blocks_used);
-  metric(out, "duet_kv_blocks_cached", "gauge", "Unreferenced KV blocks kept for the prefix cache", m.kv_blocks_cached);
-  metric(out, "duet_kv_blocks_free", "gauge", "KV blocks neither used nor cached", m.kv_blocks_free);
+  pool_metrics(out, "duet_kv_blocks", "KV", m.kv);
+  pool_metrics(out, "duet_draft_kv_blocks", "Draft model KV", m.draft_kv);
   metric(out, "duet_kv_tokens_stored", "gauge", "Token slots filled in used KV blocks",
          static_cast<double>(m.kv_tokens_stored));
   metric(out, "duet_kv_token_slots_used", "gauge", "Token slots of used KV blocks",
-         static_cast<double>(m.kv_blocks_used) * kBlockTokens);
+         static_cast<double>(m.kv.used) * kBlockTokens);
   metric(out, "duet_kv_bytes_per_token", "gauge", "KV cache bytes of one token (K and V, all layers)",
          static_cast<double>(m.kv_bytes_per_token));
   metric(out, "duet_kv_cache_bytes", "gauge", "Bytes of the whole KV block pool",

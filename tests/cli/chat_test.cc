@@ -40,9 +40,11 @@ TEST(ChatCommand, SecondTurnPrefillsOnlyNewTokens) {
   EXPECT_EQ(turns[0].cached, 0);
   EXPECT_EQ(turns[0].prefilled, turns[0].prompt);
   EXPECT_EQ(turns[0].generated, 12);
-  // The whole first prompt is reused; only the reply (as the template
-  // renders it) and the new user message are computed.
-  EXPECT_GE(turns[1].cached, turns[0].prompt);
+  // The prefix cache holds whole 16-token blocks: every full block of the
+  // first prompt is reused; the rest, the reply (as the template renders
+  // it) and the new user message are computed.
+  EXPECT_GE(turns[1].cached, turns[0].prompt / 16 * 16);
+  EXPECT_GT(turns[1].cached, 0);
   EXPECT_LE(turns[1].cached, turns[0].prompt + turns[0].generated);
   EXPECT_EQ(turns[1].prefilled, turns[1].prompt - turns[1].cached);
   EXPECT_LT(turns[1].prefilled, turns[1].prompt);

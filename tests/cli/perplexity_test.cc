@@ -33,9 +33,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 nlohmann::json perplexity_json(const std::string& model, const std::string& text_file,
                                const std::string& extra) {
-  // stderr is dropped so that stdout is exactly the JSON line.
+  // stderr is dropped so that stdout is exactly the JSON line; f32 KV as
+  // `duet logits` computes, whose logits the scores are checked against.
   const auto r = run_command("{ " + duet_binary() + " perplexity -m " + model + " -f " + text_file +
-                             " --json -t 1 " + extra + " 2>/dev/null; }");
+                             " --json -t 1 --kv-type f32 " + extra + " 2>/dev/null; }");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return nlohmann::json::parse(r.output, nullptr, false);
 }

@@ -93,7 +93,7 @@ TEST_F(EngineServing, PrefixCacheReusesBlocksAndGivesTheSameOutput) {
   EXPECT_EQ(cached[0].timings.n_cached, 0);
   EXPECT_GT(with.prefix_hit_tokens, 0);
   EXPECT_GT(with.prefix_hit_rate(), 0.3);
-  EXPECT_GT(with.kv_blocks_cached, 0);  // kept after their requests ended
+  EXPECT_GT(with.kv.cached, 0);  // kept after their requests ended
 }
 
 TEST_F(EngineServing, IdenticalPromptsShareBlocksWhileBothRun) {
@@ -108,7 +108,7 @@ TEST_F(EngineServing, IdenticalPromptsShareBlocksWhileBothRun) {
   const EngineMetrics m = e.metrics();
   EXPECT_EQ(m.running, 2);
   // Shared blocks are stored once.
-  EXPECT_LE(m.kv_tokens_stored, static_cast<int64_t>(m.kv_blocks_used) * kBlockTokens);
+  EXPECT_LE(m.kv_tokens_stored, static_cast<int64_t>(m.kv.used) * kBlockTokens);
   ASSERT_TRUE(e.run_until_idle().ok());
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_GT(b.timings.n_cached, 0);
@@ -172,8 +172,8 @@ TEST_F(EngineServing, MetricsCountRequestsTokensAndLatencies) {
   EXPECT_EQ(m.itl.count(), 10);
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.waiting, 0);
-  EXPECT_EQ(m.kv_blocks_used, 0);
-  EXPECT_EQ(m.kv_blocks_used + m.kv_blocks_cached + m.kv_blocks_free, m.kv_blocks_total);
+  EXPECT_EQ(m.kv.used, 0);
+  EXPECT_EQ(m.kv.used + m.kv.cached + m.kv.free, m.kv.total);
 }
 
 // Waits for the finishing event of one request fed through an EngineLoop.
@@ -248,10 +248,10 @@ TEST_F(EngineServing, LoopCancelFreesBlocksAndLimitsInFlight) {
   loop.cancel(*id);
   ASSERT_TRUE(w.wait(std::chrono::seconds(30)));
   EXPECT_EQ(w.out.reason, FinishReason::kCancelled);
-  for (int i = 0; i < 200 && (loop.metrics().running > 0 || loop.metrics().kv_blocks_used > 0); ++i)
+  for (int i = 0; i < 200 && (loop.metrics().running > 0 || loop.metrics().kv.used > 0); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(loop.metrics().running, 0);
-  EXPECT_EQ(loop.metrics().kv_blocks_used, 0);
+  EXPECT_EQ(loop.metrics().kv.used, 0);
   // The in-flight slot is returned after the final callback; give the loop a moment.
   for (int i = 0; i < 200 && loop.in_flight() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -113,9 +113,14 @@ TEST(Engine, PromptLongerThanContextIsRejected) {
   cfg.ctx = 8;
   Engine e(*model, cfg);
   Collected c;
-  auto r = e.submit(std::vector<int32_t>(9, 5), greedy(4), collect(c));
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("more than the context of 8"), std::string::npos);
+  // The prompt must leave room for at least one generated token.
+  for (size_t n : {8, 9}) {
+    auto r = e.submit(std::vector<int32_t>(n, 5), greedy(4), collect(c));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("the context of 8 tokens must leave room"), std::string::npos);
+    EXPECT_EQ(r.error().code, kContextLengthExceeded);
+  }
+  EXPECT_TRUE(e.submit(std::vector<int32_t>(7, 5), greedy(4), collect(c)).ok());
 }
 
 TEST(Engine, StopsWhenTheContextIsFull) {

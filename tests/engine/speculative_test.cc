@@ -286,6 +286,37 @@ TEST(SpeculativeEngine, SampledTokensHaveThePlainDistribution) {
   }
 }
 
+// Every request releases its draft blocks too: one after another, far more
+// requests than the draft cache has room for all draft, and both pools end
+// idle.
+TEST(SpeculativeEngine, RequestsOneAfterAnotherAllDraftAndFreeBothPools) {
+  auto target = load(stories_path());
+  auto draft = load(stories_path());
+  ASSERT_TRUE(target && draft);
+  EngineConfig cfg;
+  cfg.n_threads = 1;
+  cfg.ctx = 128;
+  cfg.scheduler.max_seqs = 2;
+  Engine engine(*target, cfg);
+  ASSERT_TRUE(engine.enable_speculation({draft.get(), 0, 4}).ok());
+  const EngineMetrics idle = engine.metrics();
+  const auto prompts = story_prompts(*target);
+  for (int i = 0; i < 3 * cfg.scheduler.max_seqs; ++i) {
+    int32_t drafted = -1;
+    auto id = engine.submit(prompts[static_cast<size_t>(i) % prompts.size()], greedy_params(40),
+                            [&](const TokenEvent& ev) { if (ev.finished) drafted = ev.timings->n_drafted; });
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE(engine.run_until_idle().ok());
+    EXPECT_GT(drafted, 0) << "request " << i;
+  }
+  const EngineMetrics m = engine.metrics();
+  EXPECT_GT(m.draft_kv.total, 0);
+  EXPECT_EQ(m.draft_kv.used, 0);
+  EXPECT_EQ(m.kv.used, 0);
+  EXPECT_EQ(m.draft_kv.free + m.draft_kv.cached, idle.draft_kv.free + idle.draft_kv.cached);
+  EXPECT_EQ(m.kv.free + m.kv.cached, idle.kv.free + idle.kv.cached);
+}
+
 TEST(SpeculativeEngine, ADraftWithAnotherVocabularyIsRefused) {
   testing::TempDir dir;
   auto target = load(stories_path());

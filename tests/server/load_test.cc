@@ -67,14 +67,13 @@ TEST(ServerHostile, AStalledPartialRequestIsDropped) {
   o.server.read_timeout_s = 1;
   TestServer s(o);
   ASSERT_TRUE(s.ok());
+  // The client waits ten times the server's read timeout: a close seen
+  // before its own receive times out can only be the server dropping it.
   RawSocket sock(s.port(), /*recv_timeout_s=*/10);
   ASSERT_TRUE(sock.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"));
-  const auto t0 = std::chrono::steady_clock::now();
   bool closed = false;
   sock.read_all(&closed);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(closed);
-  EXPECT_LT(waited, 8.0);
   EXPECT_TRUE(healthy(s));
 }
 

@@ -1,0 +1,55 @@
+// The first half of the update stage: every sequence that sampled this step
+// chooses its new tokens from its logits rows — one drawn token, or the
+// accepted drafts and one more — and appends them to its tokens. Reporting
+// them is the output processor's job, after every sequence has chosen, since
+// a report may end sequences.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "engine/model_runner.h"
+#include "engine/speculative.h"
+#include "kv/block_pool.h"
+
+namespace duet {
+
+// A token chosen this step, in the order the sequence produced them.
+struct ChosenToken {
+  Sequence* seq;
+  int64_t id;       // seq->id, to notice a sequence ended by an earlier report
+  int32_t token;
+  int64_t raw = -1; // offset of the raw logits row (for logprobs), or -1
+};
+
+struct SpecCounts {
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+  int64_t passes = 0;  // sequence-steps that verified drafts
+};
+
+class TokenSelector {
+ public:
+  // `speculator` may be null when nothing drafts. Verification frees the
+  // target blocks past the accepted tokens in `blocks`.
+  const std::vector<ChosenToken>& select(const ModelOutput& out, Speculator* speculator,
+                                         BlockPool& blocks, ThreadPool& threads);
+
+  // The logits row a ChosenToken's raw offset points to.
+  const float* raw_row(const ChosenToken& t) const {
+    return t.raw >= 0 ? raw_rows_.data() + t.raw : nullptr;
+  }
+  const SpecCounts& spec_counts() const { return spec_counts_; }
+
+ private:
+  void presample(const ModelOutput& out, ThreadPool& threads);
+
+  std::vector<ChosenToken> chosen_;
+  std::vector<int32_t> presampled_;  // per out.sequences entry: its token, or -1
+  std::vector<int32_t> new_tokens_;  // one sequence's tokens this step
+  std::vector<float> raw_rows_;      // rows before the sampler alters them
+  SpecCounts spec_counts_;           // since start
+};
+
+}  // namespace duet
