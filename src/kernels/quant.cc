@@ -218,32 +218,47 @@ void quantize_k4_scales(const float* x, const float* importance, int nmax, float
 
 // ---- 32-element types ----------------------------------------------------------
 
+namespace {
+
+// One 32-element block of Q8_0 / Q8_1: d = amax / 127, qs = round(x / d);
+// returns d, and the quants' sum.
+float quantize_q8_block(const float* x, int8_t* qs, int* sum) {
+  float amax = 0.f;
+  for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  *sum = 0;
+  for (int i = 0; i < kQK32; ++i) {
+    qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+    *sum += qs[i];
+  }
+  return d;
+}
+
+template <class Block>
+void dequantize_q8(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const Block*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
+  }
+}
+
+}  // namespace
+
 void quantize_row_q8_0(const float* x, void* vy, int64_t k) {
   assert(k % kQK32 == 0);
   auto* y = static_cast<BlockQ8_0*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float amax = 0.f;
-    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
-    for (int i = 0; i < kQK32; ++i) y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
-  }
+  int sum;
+  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) y[b].d = f32_to_f16(quantize_q8_block(x, y[b].qs, &sum));
 }
 
 void quantize_row_q8_1(const float* x, void* vy, int64_t k) {
   assert(k % kQK32 == 0);
   auto* y = static_cast<BlockQ8_1*>(vy);
   for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float amax = 0.f;
-    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    int sum = 0;
-    for (int i = 0; i < kQK32; ++i) {
-      y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
-      sum += y[b].qs[i];
-    }
+    int sum;
+    const float d = quantize_q8_block(x, y[b].qs, &sum);
     y[b].d = f32_to_f16(d);
     y[b].s = f32_to_f16(static_cast<float>(sum) * d);
   }
@@ -289,21 +304,9 @@ void quantize_row_q4_1(const float* x, void* vy, int64_t k) {
   }
 }
 
-void dequantize_row_q8_0(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
-    const float d = f16_to_f32(x[b].d);
-    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
-  }
-}
+void dequantize_row_q8_0(const void* vx, float* y, int64_t k) { dequantize_q8<BlockQ8_0>(vx, y, k); }
 
-void dequantize_row_q8_1(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ8_1*>(vx);
-  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
-    const float d = f16_to_f32(x[b].d);
-    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
-  }
-}
+void dequantize_row_q8_1(const void* vx, float* y, int64_t k) { dequantize_q8<BlockQ8_1>(vx, y, k); }
 
 void dequantize_row_q4_0(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockQ4_0*>(vx);
@@ -357,35 +360,42 @@ void dequantize_row_q8_K(const void* vx, float* y, int64_t k) {
     for (int i = 0; i < kQKK; ++i) y[i] = x[b].d * x[b].qs[i];
 }
 
-void quantize_row_q4_K(const float* x, void* vy, int64_t k, const float* importance) {
+namespace {
+
+// Q4_K and Q5_K: the scales and levels L of each super-block fitted with
+// levels up to nmax (quantize_k4_scales), then put in place by pack(block, L).
+template <class Block, class Pack>
+void quantize_k4_rows(const float* x, void* vy, int64_t k, const float* importance, int nmax, float rmin, int nstep,
+                      Pack pack) {
   assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ4_K*>(vy);
+  auto* y = static_cast<Block*>(vy);
   for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
     uint8_t L[kQKK];
-    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 15, -1.f, 20, &y[b].d,
-                       &y[b].dmin, y[b].scales, L);
-    for (int c = 0; c < kQKK / 64; ++c)
-      for (int l = 0; l < 32; ++l)
-        y[b].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, nmax, rmin, nstep, &y[b].d, &y[b].dmin,
+                       y[b].scales, L);
+    pack(y[b], L);
   }
 }
 
+}  // namespace
+
+void quantize_row_q4_K(const float* x, void* vy, int64_t k, const float* importance) {
+  quantize_k4_rows<BlockQ4_K>(x, vy, k, importance, 15, -1.f, 20, [](BlockQ4_K& y, const uint8_t* L) {
+    for (int c = 0; c < kQKK / 64; ++c)
+      for (int l = 0; l < 32; ++l) y.qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+  });
+}
+
 void quantize_row_q5_K(const float* x, void* vy, int64_t k, const float* importance) {
-  assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ5_K*>(vy);
-  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
-    uint8_t L[kQKK];
-    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 31, -0.5f, 15, &y[b].d,
-                       &y[b].dmin, y[b].scales, L);
-    std::memset(y[b].qh, 0, sizeof y[b].qh);
-    for (int c = 0; c < kQKK / 64; ++c) {
+  quantize_k4_rows<BlockQ5_K>(x, vy, k, importance, 31, -0.5f, 15, [](BlockQ5_K& y, const uint8_t* L) {
+    std::memset(y.qh, 0, sizeof y.qh);
+    for (int c = 0; c < kQKK / 64; ++c)
       for (int l = 0; l < 32; ++l) {
         const uint8_t a = L[64 * c + l], e = L[64 * c + 32 + l];
-        y[b].qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((e & 0xF) << 4));
-        y[b].qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((e >> 4) << (2 * c + 1)));
+        y.qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((e & 0xF) << 4));
+        y.qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((e >> 4) << (2 * c + 1)));
       }
-    }
-  }
+  });
 }
 
 void quantize_row_q6_K(const float* x, void* vy, int64_t k, const float* importance) {
@@ -430,39 +440,38 @@ void quantize_row_q6_K(const float* x, void* vy, int64_t k, const float* importa
   }
 }
 
-void dequantize_row_q4_K(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ4_K*>(vx);
+namespace {
+
+// Q4_K and Q5_K: q(block, j, l) is element l of sub-block j, unsigned.
+template <class Block, class Q>
+void dequantize_k4(const void* vx, float* y, int64_t k, Q q) {
+  const auto* x = static_cast<const Block*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
-      uint8_t sc0, m0, sc1, m1;
-      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
-      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      const uint8_t* q = x[b].qs + 32 * c;
-      for (int l = 0; l < 32; ++l) y[l] = d0 * (q[l] & 0xF) - o0;
-      for (int l = 0; l < 32; ++l) y[l + 32] = d1 * (q[l] >> 4) - o1;
+    for (int j = 0; j < 8; ++j, y += 32) {
+      uint8_t sc, m;
+      k4_scale_min(x[b].scales, j, &sc, &m);
+      const float dj = d * sc, oj = dmin * m;
+      for (int l = 0; l < 32; ++l) y[l] = dj * q(x[b], j, l) - oj;
     }
   }
 }
 
+template <class Block>
+int k4_nibble(const Block& x, int j, int l) {
+  return (x.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+}
+
+}  // namespace
+
+void dequantize_row_q4_K(const void* vx, float* y, int64_t k) {
+  dequantize_k4<BlockQ4_K>(vx, y, k, k4_nibble<BlockQ4_K>);
+}
+
 void dequantize_row_q5_K(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ5_K*>(vx);
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
-      uint8_t sc0, m0, sc1, m1;
-      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
-      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      const uint8_t* q = x[b].qs + 32 * c;
-      const uint8_t* qh = x[b].qh;
-      for (int l = 0; l < 32; ++l)
-        y[l] = d0 * ((q[l] & 0xF) + (((qh[l] >> (2 * c)) & 1) << 4)) - o0;
-      for (int l = 0; l < 32; ++l)
-        y[l + 32] = d1 * ((q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4)) - o1;
-    }
-  }
+  dequantize_k4<BlockQ5_K>(vx, y, k, [](const BlockQ5_K& x, int j, int l) {
+    return k4_nibble(x, j, l) + (((x.qh[l] >> j) & 1) << 4);
+  });
 }
 
 void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
