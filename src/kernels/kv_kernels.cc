@@ -1,5 +1,6 @@
-// Scalar reference kernels of the KV storage types. A quantized row's scale multiplies the whole
-// integer dot (or the weight p of a value row) once instead of every element.
+// Scalar reference kernels of the KV storage types. A quantized row's scale
+// multiplies the whole integer dot (or the weight p of a value row) once
+// instead of every element.
 #include "kernels/kv_kernels.h"
 
 #include "kernels/kv_rows.h"

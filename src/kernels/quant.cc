@@ -220,6 +220,14 @@ void quantize_k4_scales(const float* x, const float* importance, int nmax, float
 
 namespace {
 
+// quantize(x of one block, that block of y) for each n-element block of a row.
+template <class Block, int64_t N, class Quantize>
+void for_each_block(const float* x, void* vy, int64_t k, Quantize quantize) {
+  assert(k % N == 0);
+  auto* y = static_cast<Block*>(vy);
+  for (int64_t b = 0; b < k / N; ++b) quantize(x + b * N, y[b]);
+}
+
 // One 32-element block of Q8_0 / Q8_1: d = amax / 127, qs = round(x / d);
 // returns d, and the quants' sum.
 float quantize_q8_block(const float* x, int8_t* qs, int* sum) {
@@ -247,61 +255,54 @@ void dequantize_q8(const void* vx, float* y, int64_t k) {
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ8_0*>(vy);
-  int sum;
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) y[b].d = f32_to_f16(quantize_q8_block(x, y[b].qs, &sum));
+  for_each_block<BlockQ8_0, kQK32>(x, vy, k, [](const float* xb, BlockQ8_0& y) {
+    int sum;
+    y.d = f32_to_f16(quantize_q8_block(xb, y.qs, &sum));
+  });
 }
 
 void quantize_row_q8_1(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ8_1*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+  for_each_block<BlockQ8_1, kQK32>(x, vy, k, [](const float* xb, BlockQ8_1& y) {
     int sum;
-    const float d = quantize_q8_block(x, y[b].qs, &sum);
-    y[b].d = f32_to_f16(d);
-    y[b].s = f32_to_f16(static_cast<float>(sum) * d);
-  }
+    const float d = quantize_q8_block(xb, y.qs, &sum);
+    y.d = f32_to_f16(d);
+    y.s = f32_to_f16(static_cast<float>(sum) * d);
+  });
 }
 
 void quantize_row_q4_0(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ4_0*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+  for_each_block<BlockQ4_0, kQK32>(x, vy, k, [](const float* xb, BlockQ4_0& y) {
     float amax;
-    const float max = signed_absmax(x, kQK32, &amax);
+    const float max = signed_absmax(xb, kQK32, &amax);
     const float d = max / -8.f;  // the extreme element maps to level 0
     const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
+    y.d = f32_to_f16(d);
     for (int i = 0; i < kQK32 / 2; ++i) {
       // Truncation of x/d + 8.5 is rounding half up of x/d + 8.
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[i] * id + 8.5f)));
-      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[i + 16] * id + 8.5f)));
-      y[b].qs[i] = static_cast<uint8_t>(lo | (hi << 4));
+      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(xb[i] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(xb[i + 16] * id + 8.5f)));
+      y.qs[i] = static_cast<uint8_t>(lo | (hi << 4));
     }
-  }
+  });
 }
 
 void quantize_row_q4_1(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ4_1*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float lo = x[0], hi = x[0];
+  for_each_block<BlockQ4_1, kQK32>(x, vy, k, [](const float* xb, BlockQ4_1& y) {
+    float lo = xb[0], hi = xb[0];
     for (int i = 1; i < kQK32; ++i) {
-      lo = std::min(lo, x[i]);
-      hi = std::max(hi, x[i]);
+      lo = std::min(lo, xb[i]);
+      hi = std::max(hi, xb[i]);
     }
     const float d = (hi - lo) / 15.f;
     const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
-    y[b].m = f32_to_f16(lo);
+    y.d = f32_to_f16(d);
+    y.m = f32_to_f16(lo);
     for (int i = 0; i < kQK32 / 2; ++i) {
-      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((x[i] - lo) * id + 0.5f)));
-      const int q1 =
-          std::min(15, static_cast<int>(static_cast<int8_t>((x[i + 16] - lo) * id + 0.5f)));
-      y[b].qs[i] = static_cast<uint8_t>(q0 | (q1 << 4));
+      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((xb[i] - lo) * id + 0.5f)));
+      const int q1 = std::min(15, static_cast<int>(static_cast<int8_t>((xb[i + 16] - lo) * id + 0.5f)));
+      y.qs[i] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
-  }
+  });
 }
 
 void dequantize_row_q8_0(const void* vx, float* y, int64_t k) { dequantize_q8<BlockQ8_0>(vx, y, k); }
@@ -333,25 +334,22 @@ void dequantize_row_q4_1(const void* vx, float* y, int64_t k) {
 // ---- K-quants ------------------------------------------------------------------
 
 void quantize_row_q8_K(const float* x, void* vy, int64_t k) {
-  assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ8_K*>(vy);
-  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+  for_each_block<BlockQ8_K, kQKK>(x, vy, k, [](const float* xb, BlockQ8_K& y) {
     float amax;
-    const float max = signed_absmax(x, kQKK, &amax);
+    const float max = signed_absmax(xb, kQKK, &amax);
     if (amax == 0.f) {
-      std::memset(&y[b], 0, sizeof(BlockQ8_K));
-      continue;
+      std::memset(&y, 0, sizeof(BlockQ8_K));
+      return;
     }
     const float iscale = -127.f / max;
-    for (int i = 0; i < kQKK; ++i)
-      y[b].qs[i] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[i])));
+    for (int i = 0; i < kQKK; ++i) y.qs[i] = static_cast<int8_t>(std::min(127, nearest_int(iscale * xb[i])));
     for (int j = 0; j < kQKK / 16; ++j) {
       int sum = 0;
-      for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
-      y[b].bsums[j] = static_cast<int16_t>(sum);
+      for (int i = 0; i < 16; ++i) sum += y.qs[16 * j + i];
+      y.bsums[j] = static_cast<int16_t>(sum);
     }
-    y[b].d = 1.f / iscale;
-  }
+    y.d = 1.f / iscale;
+  });
 }
 
 void dequantize_row_q8_K(const void* vx, float* y, int64_t k) {
@@ -499,38 +497,55 @@ void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
 
 // ---- By type -------------------------------------------------------------------
 
+namespace {
+
+template <void (*Quantize)(const float*, void*, int64_t)>
+void without_importance(const float* x, void* y, int64_t k, const float*) {
+  Quantize(x, y, k);
+}
+
+// The row converters of a type duet quantizes to.
+struct RowCodec {
+  DType type;
+  void (*quantize)(const float* x, void* y, int64_t k, const float* importance);
+  void (*dequantize)(const void* x, float* y, int64_t k);
+};
+
+constexpr RowCodec kCodecs[] = {
+    {DType::Q8_0, without_importance<quantize_row_q8_0>, dequantize_row_q8_0},
+    {DType::Q8_1, without_importance<quantize_row_q8_1>, dequantize_row_q8_1},
+    {DType::Q4_0, without_importance<quantize_row_q4_0>, dequantize_row_q4_0},
+    {DType::Q4_1, without_importance<quantize_row_q4_1>, dequantize_row_q4_1},
+    {DType::Q8_K, without_importance<quantize_row_q8_K>, dequantize_row_q8_K},
+    {DType::Q4_K, quantize_row_q4_K, dequantize_row_q4_K},
+    {DType::Q5_K, quantize_row_q5_K, dequantize_row_q5_K},
+    {DType::Q6_K, quantize_row_q6_K, dequantize_row_q6_K},
+};
+
+const RowCodec* codec(DType t) {
+  for (const RowCodec& c : kCodecs)
+    if (c.type == t) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
 Status quantize_row(DType t, const float* x, void* y, int64_t k, const float* importance) {
   DUET_TRY(row_bytes(t, k));
   // The scale searches and the float-to-int conversions assume finite input.
   for (int64_t i = 0; i < k; ++i)
     if (!std::isfinite(x[i])) return err("cannot quantize non-finite value ", x[i], " at element ", i);
-  switch (t) {
-    case DType::Q8_0: quantize_row_q8_0(x, y, k); break;
-    case DType::Q8_1: quantize_row_q8_1(x, y, k); break;
-    case DType::Q4_0: quantize_row_q4_0(x, y, k); break;
-    case DType::Q4_1: quantize_row_q4_1(x, y, k); break;
-    case DType::Q8_K: quantize_row_q8_K(x, y, k); break;
-    case DType::Q4_K: quantize_row_q4_K(x, y, k, importance); break;
-    case DType::Q5_K: quantize_row_q5_K(x, y, k, importance); break;
-    case DType::Q6_K: quantize_row_q6_K(x, y, k, importance); break;
-    default: return err("cannot quantize to ", dtype_name(t));
-  }
+  const RowCodec* c = codec(t);
+  if (!c) return err("cannot quantize to ", dtype_name(t));
+  c->quantize(x, y, k, importance);
   return {};
 }
 
 Status dequantize_row(DType t, const void* x, float* y, int64_t k) {
   DUET_TRY(row_bytes(t, k));
-  switch (t) {
-    case DType::Q8_0: dequantize_row_q8_0(x, y, k); break;
-    case DType::Q8_1: dequantize_row_q8_1(x, y, k); break;
-    case DType::Q4_0: dequantize_row_q4_0(x, y, k); break;
-    case DType::Q4_1: dequantize_row_q4_1(x, y, k); break;
-    case DType::Q8_K: dequantize_row_q8_K(x, y, k); break;
-    case DType::Q4_K: dequantize_row_q4_K(x, y, k); break;
-    case DType::Q5_K: dequantize_row_q5_K(x, y, k); break;
-    case DType::Q6_K: dequantize_row_q6_K(x, y, k); break;
-    default: return err("cannot dequantize ", dtype_name(t));
-  }
+  const RowCodec* c = codec(t);
+  if (!c) return err("cannot dequantize ", dtype_name(t));
+  c->dequantize(x, y, k);
   return {};
 }
 

@@ -14,6 +14,7 @@ static_assert(std::size(kOpNames) == std::variant_size_v<KernelImpl>);
 
 constexpr size_t kKvRowsOp = 2;
 
+// Every kernel, by operation, then type, then level.
 std::vector<KernelEntry> make_table() {
   return {
       {&kFloatScalar.f32, DType::F32, kScalar, "scalar loop"},

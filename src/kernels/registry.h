@@ -1,8 +1,8 @@
 // Every kernel duet has, in one table of (operation, element type, CPU level)
 // entries (registry.cc), and the choice made from it for one level: for each
 // operation and type, the entry of the highest level at or below it. A level
-// without a version of its own thus runs the one below (the AVX-512 level
-// runs AVX2's activation quantizers and KV row kernels, for instance).
+// without a version of its own thus runs the one below's (the AVX-512 level
+// runs AVX2's KV row kernels, for instance).
 //
 // kernels() is that choice for active_cpu_level(), made once, on first use;
 // callers index it by type, so a kernel call costs a table load and an

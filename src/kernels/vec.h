@@ -31,35 +31,36 @@ inline float hmax(__m256 v) {
   return fold(v, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
 }
 
-// The operations whose intrinsics differ only in the width in their names.
-#define DUET_VEC_BY_NAME(W)                                                  \
-  static F zero() { return _mm##W##_setzero_ps(); }                        \
-  static F set1(float a) { return _mm##W##_set1_ps(a); }                   \
-  static F load(const float* p) { return _mm##W##_loadu_ps(p); }           \
-  static void store(float* p, F v) { _mm##W##_storeu_ps(p, v); }          \
-  static F add(F a, F b) { return _mm##W##_add_ps(a, b); }                 \
-  static F fmadd(F a, F b, F c) { return _mm##W##_fmadd_ps(a, b, c); }     \
-  static I zero_i() { return _mm##W##_setzero_si##W(); }                   \
-  static I set1_i8(int8_t a) { return _mm##W##_set1_epi8(a); }             \
-  static I add_i32(I a, I b) { return _mm##W##_add_epi32(a, b); }          \
-  /* bf16 is the top half of an f32: widen to 32 bits, shift into place. */ \
-  static F bf16_bits(I h) { return _mm##W##_castsi##W##_ps(_mm##W##_slli_epi32(h, 16)); }
+// What differs between the widths only by the width in the intrinsics'
+// names. Each trait adds half(p), a load of half a vector (kLanes halves).
+// fma_chains, dot_chains: how many independent chains of FMAs (int8 dots)
+// cover the instruction's latency x throughput product (the probes).
+#define DUET_VEC_BY_NAME(W, fma_chains, dot_chains)                                           \
+  static constexpr int kFmaChains = fma_chains;                                              \
+  static constexpr int kDotChains = dot_chains;                                              \
+  using F = __m##W;                                                                          \
+  using I = __m##W##i;                                                                       \
+  static constexpr int64_t kLanes = W / 32;                                                  \
+  static F zero() { return _mm##W##_setzero_ps(); }                                          \
+  static F set1(float a) { return _mm##W##_set1_ps(a); }                                     \
+  static F load(const float* p) { return _mm##W##_loadu_ps(p); }                             \
+  static void store(float* p, F v) { _mm##W##_storeu_ps(p, v); }                            \
+  static F add(F a, F b) { return _mm##W##_add_ps(a, b); }                                   \
+  static F fmadd(F a, F b, F c) { return _mm##W##_fmadd_ps(a, b, c); }                       \
+  static I zero_i() { return _mm##W##_setzero_si##W(); }                                     \
+  static I set1_i8(int8_t a) { return _mm##W##_set1_epi8(a); }                               \
+  static I add_i32(I a, I b) { return _mm##W##_add_epi32(a, b); }                            \
+  /* kLanes halves at p, widened. */                                                         \
+  static F load_f16(const uint8_t* p) { return _mm##W##_cvtph_ps(half(p)); }                 \
+  /* bf16 is the top half of an f32: widen to 32 bits and shift into place. */               \
+  static F load_bf16(const uint8_t* p) {                                                     \
+    return _mm##W##_castsi##W##_ps(_mm##W##_slli_epi32(_mm##W##_cvtepu16_epi32(half(p)), 16)); \
+  }
 
 struct Vec256 {
-  using F = __m256;
-  using I = __m256i;
-  static constexpr int64_t kLanes = 8;
-  // Independent chains that cover the FMA (dot) latency x throughput product.
-  static constexpr int kFmaChains = 10;
-  static constexpr int kDotChains = 8;
-  DUET_VEC_BY_NAME(256)
-
+  static __m128i half(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  DUET_VEC_BY_NAME(256, 10, 8)
   static float reduce_add(F v) { return hsum(v); }
-  // kLanes halves at p, widened.
-  static F load_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static F load_bf16(const uint8_t* p) {
-    return bf16_bits(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
   // acc + the u8 x s8 products of a and b, summed by 4 into int32 lanes. AVX2
   // has no dot-accumulate: maddubs (pairs -> s16), madd (-> s32), add.
   static I dot_u8s8(I acc, I a, I b) {
@@ -70,18 +71,9 @@ struct Vec256 {
 
 #if defined(__AVX512F__)
 struct Vec512 {
-  using F = __m512;
-  using I = __m512i;
-  static constexpr int64_t kLanes = 16;
-  static constexpr int kFmaChains = 12;
-  static constexpr int kDotChains = 12;
-  DUET_VEC_BY_NAME(512)
-
+  static __m256i half(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  DUET_VEC_BY_NAME(512, 12, 12)
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
-  static F load_f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static F load_bf16(const uint8_t* p) {
-    return bf16_bits(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
-  }
   static I dot_u8s8(I acc, I a, I b) { return _mm512_dpbusd_epi32(acc, a, b); }
   // Lane 0 only: the lanes' sum overflows int32 (the vector adds wrap; a
   // reduction in int is undefined behaviour, which UBSan reports).
