@@ -12,7 +12,7 @@
 #include "core/half.h"
 #include "kernels/quant.h"
 #include "kernels/packed_gemm.h"
-#include "kernels/quant_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -39,7 +39,7 @@ std::vector<uint8_t> random_matrix(DType t) {
 }
 
 void BM_VecDot(benchmark::State& state, DType t, CpuLevel level) {
-  const TypeKernels* tk = quant_type_kernels(t, level);
+  const TypeKernels* tk = kernels_at(level).type(t);
   const std::vector<uint8_t> w = random_matrix(t);
   const size_t row = *row_bytes(t, kCols);
   std::vector<float> xf(kCols);
@@ -60,7 +60,7 @@ void BM_VecDot(benchmark::State& state, DType t, CpuLevel level) {
 // range does: 0 = the first 256 rows (L2), 1 = one matrix (L3), 8 = 8 matrices
 // (52 MB of Q4_0, streamed from DRAM).
 void BM_VecDotStream(benchmark::State& state, DType t, CpuLevel level, int copies) {
-  const TypeKernels* tk = quant_type_kernels(t, level);
+  const TypeKernels* tk = kernels_at(level).type(t);
   std::vector<uint8_t> w;
   for (int c = 0; c < (copies ? copies : 1); ++c) {
     const std::vector<uint8_t> one = random_matrix(t);
@@ -86,7 +86,7 @@ void BM_VecDotStream(benchmark::State& state, DType t, CpuLevel level, int copie
 // one thread, in tiles of 112 rows as matmul hands them out: integer ops
 // (2 per multiply-add) per second, to set against the int8 probe's peak.
 void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
-  const PackedKernels* pk = packed_kernels_at(t, CpuLevel::kAvx512);
+  const PackedKernels* pk = kernels_at(CpuLevel::kAvx512).packed(t);
   const std::vector<uint8_t> file = random_matrix(t);
   TensorView view;
   view.dtype = t;
@@ -126,7 +126,7 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
 
 const bool registered = [] {
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16})
-    if (packed_kernels_at(t, CpuLevel::kAvx512) && cpu_features().best_level() >= CpuLevel::kAvx512)
+    if (kernels_at(CpuLevel::kAvx512).packed(t) && cpu_features().best_level() >= CpuLevel::kAvx512)
       for (int64_t m : {1, 8, 16, 64, 512})
         benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) + "/m" + std::to_string(m)).c_str(),
                                      BM_PackedGemm, t, m)

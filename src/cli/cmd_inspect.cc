@@ -1,6 +1,8 @@
 // `duet inspect FILE`: what a GGUF file holds — header, metadata, and a table
 // of tensors — so a user can see why a model loads (or does not) without
-// another tool.
+// another tool. `duet inspect --kernels`: which kernel this CPU runs for each
+// operation and type (kernels/registry.h), so a slow run can be told from a
+// slow machine.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include "cli/command.h"
 #include "formats/gguf.h"
+#include "kernels/registry.h"
 
 namespace duet::cli {
 namespace {
@@ -111,11 +114,28 @@ void print_file(const GgufFile& f) {
               static_cast<double>(total_bytes) / (1024.0 * 1024.0));
 }
 
+std::string text(std::string_view s) { return std::string(s.empty() ? "-" : s); }
+
+void print_kernels() {
+  const KernelSet& ks = kernels();
+  std::printf("cpu level: %s (this cpu runs up to %s; DUET_CPU caps it)\n", text(cpu_level_name(ks.level())).c_str(),
+              text(cpu_level_name(cpu_features().best_level())).c_str());
+  std::printf("\nkernels:\n  %-11s  %-5s  %-6s  %s\n", "op", "type", "level", "implementation");
+  for (const KernelEntry* e : ks.chosen())
+    std::printf("  %-11s  %-5s  %-6s  %s\n", text(kernel_op_name(*e)).c_str(), text(kernel_type_name(*e)).c_str(),
+                text(cpu_level_name(e->level)).c_str(), text(e->name).c_str());
+}
+
 const bool registered = register_command(
-    "inspect", "Show a GGUF file's header, metadata and tensors", [](CLI::App& app) {
+    "inspect", "Show a GGUF file's header, metadata and tensors, or this CPU's kernels", [](CLI::App& app) {
       auto path = std::make_shared<std::string>();
-      app.add_option("file", *path, "GGUF file")->required();
-      return [path]() -> int {
+      auto list_kernels = std::make_shared<bool>(false);
+      app.add_option("file", *path, "GGUF file");
+      app.add_flag("--kernels", *list_kernels, "List the kernel each operation and type runs on this CPU");
+      return [path, list_kernels]() -> int {
+        if (*list_kernels) print_kernels();
+        if (path->empty()) return *list_kernels ? 0 : fail(err("inspect: give a GGUF file, or --kernels"));
+        if (*list_kernels) std::printf("\n");
         auto f = GgufFile::open(*path);
         if (!f.ok()) return fail(f.error());
         print_file(*f);

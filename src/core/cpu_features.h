@@ -1,5 +1,5 @@
-// What this CPU can run, read once from CPUID; the kernel tables are chosen
-// from it at start-up. DUET_CPU=scalar|avx2|avx512 caps the level (for tests).
+// What this CPU can run, read once from CPUID; kernels/registry.h chooses the
+// kernels from it. DUET_CPU=scalar|avx2|avx512 caps the level (for tests).
 #pragma once
 
 #include <string_view>

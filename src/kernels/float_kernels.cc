@@ -41,31 +41,19 @@ void to_float(const void* row, float* y, int64_t k) {
 }
 
 template <class E>
-void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const float* x,
-               int64_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
+void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x, size_t x_stride,
+               int64_t n_tok, float* y, int64_t y_stride) {
   for (int64_t t = 0; t < n_tok; ++t)
-    for (int64_t r = 0; r < n_rows; ++r)
-      y[t * y_stride + r] = vec_dot<E>(k, w + r * w_stride, x + t * x_stride);
+    for (int64_t r = 0; r < n_rows; ++r) y[t * y_stride + r] = vec_dot<E>(k, w + r * w_stride, x + t * x_stride);
 }
 
 template <class E>
-constexpr FloatKernels make() {
-  return {{DType::F32, copy_f32, vec_dot<E>, to_float<E>}, dot_block<E>};
+constexpr TypeKernels make() {
+  return {DType::F32, copy_f32, vec_dot<E>, to_float<E>, dot_block<E>};
 }
-
-constexpr FloatKernels kF32 = make<F32Elem>();
-constexpr FloatKernels kF16 = make<F16Elem>();
-constexpr FloatKernels kBF16 = make<BF16Elem>();
 
 }  // namespace
 
-const FloatKernels* float_kernels_scalar(DType t) {
-  switch (t) {
-    case DType::F32: return &kF32;
-    case DType::F16: return &kF16;
-    case DType::BF16: return &kBF16;
-    default: return nullptr;
-  }
-}
+constexpr FloatTypeKernels kFloatScalar = {make<F32Elem>(), make<F16Elem>(), make<BF16Elem>()};
 
 }  // namespace duet

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 
-#include "core/cpu_features.h"
 #include "core/kv_format.h"
 
 namespace duet {
@@ -21,12 +20,12 @@ struct KvRowKernels {
                      int32_t head_dim, float* out);
 };
 
-// The kernels of t at one level; a level without its own version of t falls
-// back to the level below.
-const KvRowKernels* kv_row_kernels_scalar(KvType t);
-const KvRowKernels* kv_row_kernels_avx2(KvType t);  // nullptr where AVX2 has none
-const KvRowKernels* kv_row_kernels_at(KvType t, CpuLevel level);
-// For the active CPU level, chosen once.
-const KvRowKernels* kv_row_kernels(KvType t);
+// The kernels of each KV type at one level (kernels/registry.h picks; a
+// level without its own version of a type runs the level below's). AVX-512
+// adds nothing over AVX2 for rows this short (head_dim 64-128).
+struct KvTypeKernels {
+  KvRowKernels f32, f16, q8, q4;
+};
+extern const KvTypeKernels kKvScalar, kKvAvx2;
 
 }  // namespace duet

@@ -1,8 +1,8 @@
 // AVX2 kernels of the f16, q8 and q4 KV types: 8 elements of a row are
 // widened to floats in registers (F16C for halves, sign extension for int8,
 // shifts and masks for nibbles) and fused into the dot or the accumulation; a
-// tail shorter than 8 is done in scalar. f32 keeps the scalar loops
-// (identical numerics to before quantized KV).
+// tail shorter than 8 is done in scalar. f32 keeps the scalar loops, whose
+// results the f32 cache has always given.
 #include <immintrin.h>
 
 #include <cstring>
@@ -138,19 +138,10 @@ void q4_accumulate(const float* p, const uint8_t* rows, const uint16_t* scales, 
   for (int32_t t = 0; t < n; ++t) q4_axpy(p[t], rows + t * row_bytes, scales + t * n_scales, hd, out);
 }
 
-constexpr KvRowKernels kF16 = {scores<F16Row>, accumulate<F16Row>};
-constexpr KvRowKernels kQ4 = {q4_scores, q4_accumulate};
-constexpr KvRowKernels kQ8 = {scores<Q8Row>, accumulate<Q8Row>};
-
 }  // namespace
 
-const KvRowKernels* kv_row_kernels_avx2(KvType t) {
-  switch (t) {
-    case KvType::F16: return &kF16;
-    case KvType::Q8: return &kQ8;
-    case KvType::Q4: return &kQ4;
-    default: return nullptr;
-  }
-}
+// f32 keeps the scalar loops.
+constexpr KvTypeKernels kKvAvx2 = {
+    {}, {scores<F16Row>, accumulate<F16Row>}, {scores<Q8Row>, accumulate<Q8Row>}, {q4_scores, q4_accumulate}};
 
 }  // namespace duet

@@ -8,11 +8,8 @@
 #include <cstdlib>
 #include <span>
 
-#include "kernels/float_kernels.h"
 #include "kernels/ops.h"
-#include "kernels/packed_gemm.h"
-#include "kernels/quant_gemm.h"
-#include "kernels/type_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -38,10 +35,10 @@ int64_t tile_rows(size_t row_bytes) {
 // each range reads its weights once), but small enough that every thread
 // gets several ranges to balance the load.
 int64_t row_grain(int64_t n_out, int64_t m, int64_t rows_per_tile, int n_threads) {
-  // One token: kDecodeRangesPerThread ranges per thread. Ranges of 16 rows
-  // cost a cross-core atomic and a fresh prefetch stream every 16 rows (352
-  // ranges for an FFN matrix): at 2 threads TinyLlama Q4_0 decode went from
-  // 20-24 to 28-35 tok/s with 8 ranges per thread (docs/performance.md).
+  // One token: kDecodeRangesPerThread ranges per thread. Each range costs a
+  // cross-core atomic and a fresh prefetch stream, so 16-row ranges (352 for
+  // an FFN matrix) hold 2-thread TinyLlama Q4_0 decode ~30 % below 8 ranges
+  // per thread (docs/performance.md).
   if (m == 1) {
     int64_t g = (n_out + kDecodeRangesPerThread * n_threads - 1) / (kDecodeRangesPerThread * n_threads);
     return (g + kRowGrain - 1) / kRowGrain * kRowGrain;
@@ -63,6 +60,23 @@ size_t act_row_bytes(const TypeKernels& tk, int64_t k) {
   if (tk.vec_dot_type == DType::F32) return 0;
   const Result<size_t> b = row_bytes(tk.vec_dot_type, k);
   return b.ok() ? *b : 0;
+}
+
+// x in tk's vec_dot_type: converted into scratch, or x itself where that
+// is F32. Its rows are *x_stride bytes apart.
+const uint8_t* convert_for(const TypeKernels& tk, const float* x, int64_t k, int64_t m, void* scratch,
+                           ThreadPool& pool, size_t* x_stride) {
+  const size_t x_bytes = act_row_bytes(tk, k);  // per converted row
+  if (!x_bytes) {
+    *x_stride = static_cast<size_t>(k) * sizeof(float);
+    return reinterpret_cast<const uint8_t*>(x);
+  }
+  auto* out = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
+  pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) tk.from_float(x + t * k, out + t * x_bytes, k);
+  });
+  *x_stride = x_bytes;
+  return out;
 }
 
 // x in the packed int8 kernels' form, interleaved by block (block stride
@@ -122,9 +136,9 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
   const int64_t n_rows = set.rows();
   const auto run = [&](int64_t r0, int64_t r1) { set.run(r0, r1, rows_per_tile, xs, x_bytes, m); };
   // Decode and batches of up to 16 stream the matrix once, memory-bound:
-  // shrinking ranges. Threads waiting at the end of a matmul went from ~5.5 %
-  // to ~4 % of a Q8_0 decode's kernel time (perf), and from 7.7 % to 6.2 % at
-  // 16 tokens. Longer batches keep whole tiles per range.
+  // shrinking ranges, which cut the time threads wait for the last one at the
+  // end of a matmul (~4 % of a Q8_0 decode's kernel time, ~5.5 % with even
+  // ranges). Longer batches keep whole tiles per range.
   if (m <= kGuidedMaxTokens) return pool.parallel_for_guided(n_rows, kGuidedUnitRows, run);
   pool.parallel_for(n_rows, row_grain(n_rows, m, rows_per_tile, pool.size()), run);
 }
@@ -132,11 +146,12 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
 }  // namespace
 
 size_t activation_scratch_bytes(const TensorView& w, int64_t m) {
+  const KernelSet& ks = kernels();
   if (w.packed) {
-    const PackedKernels* pk = packed_kernels(w.dtype);
+    const PackedKernels* pk = ks.packed(w.dtype);
     return pk && pk->offset != kFloatActs ? packed_act_row_bytes(w.ne[0]) * static_cast<size_t>(m) : 0;
   }
-  const TypeKernels* tk = type_kernels(w.dtype);
+  const TypeKernels* tk = ks.type(w.dtype);
   return tk ? act_row_bytes(*tk, w.ne[0]) * static_cast<size_t>(m) : 0;
 }
 
@@ -149,53 +164,32 @@ void matmul(const TensorView& w, const float* x, int64_t m, float* y, void* scra
     return;
   }
 
+  const KernelSet& ks = kernels();
   if (w.packed) {
-    const PackedKernels* pk = packed_kernels(w.dtype);
+    const PackedKernels* pk = ks.packed(w.dtype);
     if (!pk) no_kernels(w);
     const TensorView* ws[] = {&w};
     float* ys[] = {y};
     return matmul_packed({ws, ys, pk}, x, m, scratch, pool);
   }
 
-  if (const FloatKernels* fk = float_kernels(w.dtype)) {
-    const size_t chunk_bytes =
-        fk->k_chunk > 0 && fk->k_chunk < k ? w_stride / k * fk->k_chunk : w_stride;
-    const int64_t rows_per_tile = tile_rows(chunk_bytes);
-    const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
-    pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
-      for (int64_t b = r0; b < r1; b += rows_per_tile) {
-        const int64_t nb = r1 - b < rows_per_tile ? r1 - b : rows_per_tile;
-        fk->dot_block(k, w.row(b), w_stride, nb, x, k, m, y + b, n_out);
-      }
-    });
-    return;
-  }
-
-  const TypeKernels* tk = type_kernels(w.dtype);
+  const TypeKernels* tk = ks.type(w.dtype);
   if (!tk) no_kernels(w);
-  const int64_t rows_per_tile = tile_rows(w_stride);
+  // A tile holds the chunk of each of its rows that dot_block reads at a time.
+  const size_t chunk_bytes = tk->k_chunk > 0 && tk->k_chunk < k ? w_stride / k * tk->k_chunk : w_stride;
+  const int64_t rows_per_tile = tile_rows(chunk_bytes);
   const int64_t grain = row_grain(n_out, m, rows_per_tile, pool.size());
-  const size_t x_bytes = act_row_bytes(*tk, k);  // per converted row
-  const uint8_t* xq = reinterpret_cast<const uint8_t*>(x);
-  size_t x_stride = static_cast<size_t>(k) * sizeof(float);
-  if (x_bytes) {
-    auto* out = static_cast<uint8_t*>(scratch);  // [m][x_bytes]
-    pool.parallel_for(m, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) tk->from_float(x + t * k, out + t * x_bytes, k);
-    });
-    xq = out;
-    x_stride = x_bytes;
-  }
-  const QuantDotBlock blocked = quant_dot_block(w.dtype);
+  size_t x_stride;
+  const uint8_t* xs = convert_for(*tk, x, k, m, scratch, pool, &x_stride);
   pool.parallel_for(n_out, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t b = r0; b < r1; b += rows_per_tile) {
       const int64_t e = r1 - b < rows_per_tile ? r1 : b + rows_per_tile;
-      if (blocked) {
-        blocked(k, static_cast<const uint8_t*>(w.row(b)), w_stride, e - b, xq, x_stride, m, y + b, n_out);
+      if (tk->dot_block) {
+        tk->dot_block(k, w.row(b), w_stride, e - b, xs, x_stride, m, y + b, n_out);
         continue;
       }
       for (int64_t t = 0; t < m; ++t)
-        for (int64_t r = b; r < e; ++r) y[t * n_out + r] = tk->vec_dot(k, w.row(r), xq + t * x_stride);
+        for (int64_t r = b; r < e; ++r) y[t * n_out + r] = tk->vec_dot(k, w.row(r), xs + t * x_stride);
     }
   });
 }
@@ -206,7 +200,7 @@ void matmul_shared(std::span<const TensorView* const> ws, const float* x, int64_
   const bool one_set = std::all_of(ws.begin(), ws.end(), [&](const TensorView* w) {
     return w->packed && w->dtype == w0.dtype && w->ne[0] == w0.ne[0] && w->ne[0] > 0;
   });
-  const PackedKernels* pk = one_set ? packed_kernels(w0.dtype) : nullptr;
+  const PackedKernels* pk = one_set ? kernels().packed(w0.dtype) : nullptr;
   if (pk) return matmul_packed({ws, ys, pk}, x, m, scratch, pool);
   for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, m, ys[i], scratch, pool);
 }

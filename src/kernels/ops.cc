@@ -5,7 +5,7 @@
 
 #include "kernels/ops.h"
 
-#include "core/cpu_features.h"
+#include "kernels/registry.h"
 
 namespace duet {
 
@@ -66,8 +66,7 @@ void softmax(float* x, int64_t n) {
 }
 
 double exp_shifted(const float* x, float shift, double* out, int64_t n) {
-  static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
-  return avx512 ? exp_shifted_avx512(x, shift, out, n) : exp_shifted_scalar(x, shift, out, n);
+  return kernels().exp_shifted()(x, shift, out, n);
 }
 
 double exp_shifted_scalar(const float* x, float shift, double* out, int64_t n) {
@@ -76,11 +75,7 @@ double exp_shifted_scalar(const float* x, float shift, double* out, int64_t n) {
   return sum;
 }
 
-void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  static const bool avx512 = active_cpu_level() == CpuLevel::kAvx512;
-  if (avx512) return swiglu_avx512(gate, up, out, n);
-  swiglu_scalar(gate, up, out, n);
-}
+void swiglu(const float* gate, const float* up, float* out, int64_t n) { kernels().swiglu()(gate, up, out, n); }
 
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {

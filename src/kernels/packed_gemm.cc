@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/half.h"
 #include "core/quant_blocks.h"
 #include "kernels/quant.h"
-#include "kernels/type_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -20,11 +19,6 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType
 // Bytes of one block of one 16-row group: the 16 scales and the quants.
 int64_t group_block_bytes(DType t) {
   return kScaleBytes + kPackRows * (t == DType::Q8_0 ? kQK32 : kQK32 / 2);
-}
-
-bool env_disables_repack() {
-  const char* env = std::getenv("DUET_REPACK");
-  return env && std::strcmp(env, "0") == 0;
 }
 
 template <class Block>
@@ -64,7 +58,7 @@ void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, con
                      int64_t n_tok, float* y, int64_t y_stride) {
   const int64_t elem = t == DType::F32 ? 4 : 2;
   // The type's own scalar widening, one element at a time.
-  const auto to_float = type_kernels_at(t, CpuLevel::kScalar)->to_float;
+  const auto to_float = kernels_at(CpuLevel::kScalar).type(t)->to_float;
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)
       for (int r = 0; r < kPackRows; ++r) {
@@ -153,19 +147,9 @@ uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
 
 }  // namespace
 
-const PackedKernels* packed_kernels_at(DType t, CpuLevel level) {
-  return level == CpuLevel::kAvx512 ? packed_kernels_avx512(t) : nullptr;
-}
-
-const PackedKernels* packed_kernels(DType t) {
-  static const CpuLevel level = active_cpu_level();
-  static const bool disabled = env_disables_repack();
-  return disabled ? nullptr : packed_kernels_at(t, level);
-}
-
 bool packable(const TensorView& w) {
   const int64_t block = is_float(w.dtype) ? 1 : w.dtype == DType::Q4_K ? kQKK : kQK32;
-  return !w.packed && w.n_dims == 2 && packed_kernels(w.dtype) && w.ne[0] > 0 && w.ne[0] % block == 0 &&
+  return !w.packed && w.n_dims == 2 && kernels().packed(w.dtype) && w.ne[0] > 0 && w.ne[0] % block == 0 &&
          w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
 }
 

@@ -50,7 +50,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 
@@ -87,12 +86,12 @@ struct PackedKernels {
   void (*quantize)(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride);
 };
 
-// The packed kernels of weight type `t` at `level` (nullptr: none, the
-// weight stays in file layout). The active level's are used unless the
-// environment sets DUET_REPACK=0.
-const PackedKernels* packed_kernels_at(DType t, CpuLevel level);
-const PackedKernels* packed_kernels(DType t);
-const PackedKernels* packed_kernels_avx512(DType t);
+// The packed kernels of each type that has them. Only the AVX-512 level has
+// any: a weight without them at the active level stays in file layout.
+struct PackedTypeKernels {
+  PackedKernels q8_0, q4_0, q4_K, f32, f16, bf16;
+};
+extern const PackedTypeKernels kPackedAvx512;
 
 // Whether `w` can be packed and computed packed here: a matrix of a type
 // with packed kernels, rows a multiple of 16 (and whole blocks of 32 for the

@@ -16,6 +16,7 @@
 
 #include "core/quant_blocks.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/vec.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
 // which -Wall reports at every inlined use; nothing here reads such a value.
@@ -27,8 +28,8 @@ namespace {
 
 // Activations of a token block stay in L2 while every group of a tile passes them.
 constexpr size_t kTokBlockBytes = 256 << 10;
-// Decode streams the matrix once: fetch this far ahead of the loads (2 KiB
-// left a 16-token batch at 1.44 ms per 5632 x 2048 Q8_0 matrix, 4 KiB 1.17).
+// Decode streams the matrix once: fetch this far ahead of the loads (half as
+// far leaves a 16-token Q8_0 batch ~20 % slower).
 constexpr int kPrefetchBytes = 4096;
 
 // acc += w (u8) . 4 bytes at p (s8) broadcast, with the broadcast folded into
@@ -39,15 +40,21 @@ constexpr int kPrefetchBytes = 4096;
   return acc;
 }
 
-// A block's 16 rows x 32 weights as 8 vectors; vector c meets activation
-// bytes 4c..4c+3 of every token.
-struct Q8 {
+// The 32-element types: the weights' unsigned offset, and the bytes of one
+// block of a group (16 f16 scales, then 16 rows of quants).
+template <int kOffsetV, int64_t kQuantBytes>
+struct Int8Blocks {
   static constexpr bool kInt8 = true;
   static constexpr int kMaxToks = 16;
   static constexpr int kTileToks = 8;
-  static constexpr int kOffset = 128;
-  static constexpr int64_t kBlockBytes = 32 + 16 * 32;
+  static constexpr int kOffset = kOffsetV;
+  static constexpr int64_t kBlockBytes = 32 + 16 * kQuantBytes;
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
+};
+
+// A block's 16 rows x 32 weights as 8 vectors; vector c meets activation
+// bytes 4c..4c+3 of every token.
+struct Q8 : Int8Blocks<128, 32> {
   [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
     #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) w[c] = _mm512_loadu_si512(qs + 64 * c);
@@ -56,13 +63,7 @@ struct Q8 {
 
 // Nibble line j holds bytes 4j.. of the block in its low halves and 16 + 4j..
 // in its high halves.
-struct Q4 {
-  static constexpr bool kInt8 = true;
-  static constexpr int kMaxToks = 16;
-  static constexpr int kTileToks = 8;
-  static constexpr int kOffset = 8;
-  static constexpr int64_t kBlockBytes = 32 + 16 * 16;
-  static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
+struct Q4 : Int8Blocks<8, 16> {
   [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     #pragma GCC unroll 4
@@ -75,11 +76,10 @@ struct Q4 {
 };
 
 // Where the streaming kernels prefetch to, by how long a weight line stays
-// in use. One token (decode) passes a line in a few cycles: into L1 (into L2
-// Q8_0 tg fell from ~32 to ~26 tok/s). A batch of 8-16 tokens spends ~19
-// cycles per line: into L2. One thread's 16-token Q8_0 GEMM streaming from
-// DRAM went from ~250 to ~290 GOP/s (~320 with the matrix in L3), and a
-// 16-stream server's decode from 165-169 to 177-197 tok/s.
+// in use. One token (decode) passes a line in a few cycles: into L1 (into L2,
+// Q8_0 decode runs ~20 % slower). A batch of 8-16 tokens spends ~19 cycles
+// per line: into L2, which leaves L1 to the activations (into L1, a
+// 16-token Q8_0 GEMM streaming from DRAM runs ~15 % slower).
 template <int T>
 constexpr auto kPrefetchHint = T >= 8 ? _MM_HINT_T1 : _MM_HINT_T0;
 
@@ -170,7 +170,7 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
     // Prefetches go out one per line as the loads do: a burst of all 37
-    // lines of a super-block at once left decode at ~21 GB/s (Q4_0: ~28).
+    // lines of a super-block at once streams ~25 % slower.
     if constexpr (kPrefetch)
       for (int64_t off = 0; off < Q4K::kHead; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
@@ -226,35 +226,22 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
-// Float weights: 16 rows' element k, widened to f32.
-struct F32W {
+// Float weights: 16 rows' element k, widened to f32 by E (vec.h).
+template <class E>
+struct FloatW {
   static constexpr bool kInt8 = false;
   static constexpr int kMaxToks = 12;  // 24 accumulators (two per token) + weights
-  static constexpr int64_t kElemBytes = 4;
+  static constexpr int64_t kElemBytes = E::kBytes;
   static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
-  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static __m512 load(const uint8_t* p) { return E::load(p); }
 };
-struct F16W {
-  static constexpr bool kInt8 = false;
-  static constexpr int kMaxToks = 12;
-  static constexpr int64_t kElemBytes = 2;
-  static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
-  static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-};
-struct BF16W {
-  static constexpr bool kInt8 = false;
-  static constexpr int kMaxToks = 12;
-  static constexpr int64_t kElemBytes = 2;
-  static int64_t group_bytes(int64_t k) { return k * 16 * kElemBytes; }
-  static __m512 load(const uint8_t* p) {
-    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-  }
-};
+using F32W = FloatW<vec::F32Elems<vec::Vec512>>;
+using F16W = FloatW<vec::F16Elems<vec::Vec512>>;
+using BF16W = FloatW<vec::BF16Elems<vec::Vec512>>;
 
 // Two fma chains per (row, token), even and odd k, then their sum: the
-// scalar reference lane by lane. One chain left decode (one token) bound by
-// fma latency: F16 streamed ~30 GB/s where the read probe gave ~48.
+// scalar reference lane by lane. One chain would leave decode (one token)
+// bound by fma latency (F16 at ~30 GB/s where the read probe gives ~48).
 template <class W, int T, bool kPrefetch>
 void float_micro(int64_t k, const uint8_t* w, const uint8_t* xb, size_t xs, float* y, int64_t ys) {
   const auto* x = reinterpret_cast<const float*>(xb);
@@ -368,25 +355,12 @@ void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_
   }
 }
 
-constexpr PackedKernels kQ8{Q8::kOffset, &gemm<Q8>, &quantize};
-constexpr PackedKernels kQ4{Q4::kOffset, &gemm<Q4>, &quantize};
-constexpr PackedKernels kQ4K{Q4K::kOffset, &gemm<Q4K>, &quantize};
-constexpr PackedKernels kF32{kFloatActs, &gemm<F32W>, nullptr};
-constexpr PackedKernels kF16{kFloatActs, &gemm<F16W>, nullptr};
-constexpr PackedKernels kBF16{kFloatActs, &gemm<BF16W>, nullptr};
-
 }  // namespace
 
-const PackedKernels* packed_kernels_avx512(DType t) {
-  switch (t) {
-    case DType::Q8_0: return &kQ8;
-    case DType::Q4_0: return &kQ4;
-    case DType::Q4_K: return &kQ4K;
-    case DType::F32: return &kF32;
-    case DType::F16: return &kF16;
-    case DType::BF16: return &kBF16;
-    default: return nullptr;
-  }
-}
+constexpr PackedTypeKernels kPackedAvx512 = {
+    {Q8::kOffset, &gemm<Q8>, &quantize},      {Q4::kOffset, &gemm<Q4>, &quantize},
+    {Q4K::kOffset, &gemm<Q4K>, &quantize},    {kFloatActs, &gemm<F32W>, nullptr},
+    {kFloatActs, &gemm<F16W>, nullptr},       {kFloatActs, &gemm<BF16W>, nullptr},
+};
 
 }  // namespace duet

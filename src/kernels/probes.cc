@@ -35,16 +35,8 @@ double int8_scalar(int64_t iters, int32_t* sink) {
   return 2.0 * 4 * static_cast<double>(iters);
 }
 
-const ProbeKernels kScalar = {sum_scalar<false>, sum_scalar<true>, fma_scalar, int8_scalar};
-
 }  // namespace
 
-const ProbeKernels& probe_kernels(CpuLevel level) {
-  switch (level) {
-    case CpuLevel::kAvx512: return probe_kernels_avx512();
-    case CpuLevel::kAvx2: return probe_kernels_avx2();
-    default: return kScalar;
-  }
-}
+constexpr ProbeKernels kProbesScalar = {sum_scalar<false>, sum_scalar<true>, fma_scalar, int8_scalar};
 
 }  // namespace duet

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/cpu_features.h"
 
 namespace duet {
 
@@ -28,8 +27,6 @@ struct ProbeKernels {
   double (*int8_ops)(int64_t iters, int32_t* sink);
 };
 
-const ProbeKernels& probe_kernels(CpuLevel level);
-const ProbeKernels& probe_kernels_avx2();
-const ProbeKernels& probe_kernels_avx512();
+extern const ProbeKernels kProbesScalar, kProbesAvx2, kProbesAvx512;
 
 }  // namespace duet

@@ -218,92 +218,96 @@ void quantize_k4_scales(const float* x, const float* importance, int nmax, float
 
 // ---- 32-element types ----------------------------------------------------------
 
-void quantize_row_q8_0(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ8_0*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float amax = 0.f;
-    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
-    for (int i = 0; i < kQK32; ++i) y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+namespace {
+
+// quantize(x of one block, that block of y) for each n-element block of a row.
+template <class Block, int64_t N, class Quantize>
+void for_each_block(const float* x, void* vy, int64_t k, Quantize quantize) {
+  assert(k % N == 0);
+  auto* y = static_cast<Block*>(vy);
+  for (int64_t b = 0; b < k / N; ++b) quantize(x + b * N, y[b]);
+}
+
+// One 32-element block of Q8_0 / Q8_1: d = amax / 127, qs = round(x / d);
+// returns d, and the quants' sum.
+float quantize_q8_block(const float* x, int8_t* qs, int* sum) {
+  float amax = 0.f;
+  for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.f;
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  *sum = 0;
+  for (int i = 0; i < kQK32; ++i) {
+    qs[i] = static_cast<int8_t>(std::round(x[i] * id));
+    *sum += qs[i];
   }
+  return d;
+}
+
+template <class Block>
+void dequantize_q8(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const Block*>(vx);
+  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
+  }
+}
+
+}  // namespace
+
+void quantize_row_q8_0(const float* x, void* vy, int64_t k) {
+  for_each_block<BlockQ8_0, kQK32>(x, vy, k, [](const float* xb, BlockQ8_0& y) {
+    int sum;
+    y.d = f32_to_f16(quantize_q8_block(xb, y.qs, &sum));
+  });
 }
 
 void quantize_row_q8_1(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ8_1*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float amax = 0.f;
-    for (int i = 0; i < kQK32; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    int sum = 0;
-    for (int i = 0; i < kQK32; ++i) {
-      y[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
-      sum += y[b].qs[i];
-    }
-    y[b].d = f32_to_f16(d);
-    y[b].s = f32_to_f16(static_cast<float>(sum) * d);
-  }
+  for_each_block<BlockQ8_1, kQK32>(x, vy, k, [](const float* xb, BlockQ8_1& y) {
+    int sum;
+    const float d = quantize_q8_block(xb, y.qs, &sum);
+    y.d = f32_to_f16(d);
+    y.s = f32_to_f16(static_cast<float>(sum) * d);
+  });
 }
 
 void quantize_row_q4_0(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ4_0*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
+  for_each_block<BlockQ4_0, kQK32>(x, vy, k, [](const float* xb, BlockQ4_0& y) {
     float amax;
-    const float max = signed_absmax(x, kQK32, &amax);
+    const float max = signed_absmax(xb, kQK32, &amax);
     const float d = max / -8.f;  // the extreme element maps to level 0
     const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
+    y.d = f32_to_f16(d);
     for (int i = 0; i < kQK32 / 2; ++i) {
       // Truncation of x/d + 8.5 is rounding half up of x/d + 8.
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[i] * id + 8.5f)));
-      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[i + 16] * id + 8.5f)));
-      y[b].qs[i] = static_cast<uint8_t>(lo | (hi << 4));
+      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(xb[i] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(xb[i + 16] * id + 8.5f)));
+      y.qs[i] = static_cast<uint8_t>(lo | (hi << 4));
     }
-  }
+  });
 }
 
 void quantize_row_q4_1(const float* x, void* vy, int64_t k) {
-  assert(k % kQK32 == 0);
-  auto* y = static_cast<BlockQ4_1*>(vy);
-  for (int64_t b = 0; b < k / kQK32; ++b, x += kQK32) {
-    float lo = x[0], hi = x[0];
+  for_each_block<BlockQ4_1, kQK32>(x, vy, k, [](const float* xb, BlockQ4_1& y) {
+    float lo = xb[0], hi = xb[0];
     for (int i = 1; i < kQK32; ++i) {
-      lo = std::min(lo, x[i]);
-      hi = std::max(hi, x[i]);
+      lo = std::min(lo, xb[i]);
+      hi = std::max(hi, xb[i]);
     }
     const float d = (hi - lo) / 15.f;
     const float id = d != 0.f ? 1.f / d : 0.f;
-    y[b].d = f32_to_f16(d);
-    y[b].m = f32_to_f16(lo);
+    y.d = f32_to_f16(d);
+    y.m = f32_to_f16(lo);
     for (int i = 0; i < kQK32 / 2; ++i) {
-      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((x[i] - lo) * id + 0.5f)));
-      const int q1 =
-          std::min(15, static_cast<int>(static_cast<int8_t>((x[i + 16] - lo) * id + 0.5f)));
-      y[b].qs[i] = static_cast<uint8_t>(q0 | (q1 << 4));
+      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((xb[i] - lo) * id + 0.5f)));
+      const int q1 = std::min(15, static_cast<int>(static_cast<int8_t>((xb[i + 16] - lo) * id + 0.5f)));
+      y.qs[i] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
-  }
+  });
 }
 
-void dequantize_row_q8_0(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
-    const float d = f16_to_f32(x[b].d);
-    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
-  }
-}
+void dequantize_row_q8_0(const void* vx, float* y, int64_t k) { dequantize_q8<BlockQ8_0>(vx, y, k); }
 
-void dequantize_row_q8_1(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ8_1*>(vx);
-  for (int64_t b = 0; b < k / kQK32; ++b, y += kQK32) {
-    const float d = f16_to_f32(x[b].d);
-    for (int i = 0; i < kQK32; ++i) y[i] = x[b].qs[i] * d;
-  }
-}
+void dequantize_row_q8_1(const void* vx, float* y, int64_t k) { dequantize_q8<BlockQ8_1>(vx, y, k); }
 
 void dequantize_row_q4_0(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockQ4_0*>(vx);
@@ -330,25 +334,22 @@ void dequantize_row_q4_1(const void* vx, float* y, int64_t k) {
 // ---- K-quants ------------------------------------------------------------------
 
 void quantize_row_q8_K(const float* x, void* vy, int64_t k) {
-  assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ8_K*>(vy);
-  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+  for_each_block<BlockQ8_K, kQKK>(x, vy, k, [](const float* xb, BlockQ8_K& y) {
     float amax;
-    const float max = signed_absmax(x, kQKK, &amax);
+    const float max = signed_absmax(xb, kQKK, &amax);
     if (amax == 0.f) {
-      std::memset(&y[b], 0, sizeof(BlockQ8_K));
-      continue;
+      std::memset(&y, 0, sizeof(BlockQ8_K));
+      return;
     }
     const float iscale = -127.f / max;
-    for (int i = 0; i < kQKK; ++i)
-      y[b].qs[i] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[i])));
+    for (int i = 0; i < kQKK; ++i) y.qs[i] = static_cast<int8_t>(std::min(127, nearest_int(iscale * xb[i])));
     for (int j = 0; j < kQKK / 16; ++j) {
       int sum = 0;
-      for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * j + i];
-      y[b].bsums[j] = static_cast<int16_t>(sum);
+      for (int i = 0; i < 16; ++i) sum += y.qs[16 * j + i];
+      y.bsums[j] = static_cast<int16_t>(sum);
     }
-    y[b].d = 1.f / iscale;
-  }
+    y.d = 1.f / iscale;
+  });
 }
 
 void dequantize_row_q8_K(const void* vx, float* y, int64_t k) {
@@ -357,35 +358,42 @@ void dequantize_row_q8_K(const void* vx, float* y, int64_t k) {
     for (int i = 0; i < kQKK; ++i) y[i] = x[b].d * x[b].qs[i];
 }
 
-void quantize_row_q4_K(const float* x, void* vy, int64_t k, const float* importance) {
+namespace {
+
+// Q4_K and Q5_K: the scales and levels L of each super-block fitted with
+// levels up to nmax (quantize_k4_scales), then put in place by pack(block, L).
+template <class Block, class Pack>
+void quantize_k4_rows(const float* x, void* vy, int64_t k, const float* importance, int nmax, float rmin, int nstep,
+                      Pack pack) {
   assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ4_K*>(vy);
+  auto* y = static_cast<Block*>(vy);
   for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
     uint8_t L[kQKK];
-    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 15, -1.f, 20, &y[b].d,
-                       &y[b].dmin, y[b].scales, L);
-    for (int c = 0; c < kQKK / 64; ++c)
-      for (int l = 0; l < 32; ++l)
-        y[b].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, nmax, rmin, nstep, &y[b].d, &y[b].dmin,
+                       y[b].scales, L);
+    pack(y[b], L);
   }
 }
 
+}  // namespace
+
+void quantize_row_q4_K(const float* x, void* vy, int64_t k, const float* importance) {
+  quantize_k4_rows<BlockQ4_K>(x, vy, k, importance, 15, -1.f, 20, [](BlockQ4_K& y, const uint8_t* L) {
+    for (int c = 0; c < kQKK / 64; ++c)
+      for (int l = 0; l < 32; ++l) y.qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+  });
+}
+
 void quantize_row_q5_K(const float* x, void* vy, int64_t k, const float* importance) {
-  assert(k % kQKK == 0);
-  auto* y = static_cast<BlockQ5_K*>(vy);
-  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
-    uint8_t L[kQKK];
-    quantize_k4_scales(x, importance ? importance + b * kQKK : nullptr, 31, -0.5f, 15, &y[b].d,
-                       &y[b].dmin, y[b].scales, L);
-    std::memset(y[b].qh, 0, sizeof y[b].qh);
-    for (int c = 0; c < kQKK / 64; ++c) {
+  quantize_k4_rows<BlockQ5_K>(x, vy, k, importance, 31, -0.5f, 15, [](BlockQ5_K& y, const uint8_t* L) {
+    std::memset(y.qh, 0, sizeof y.qh);
+    for (int c = 0; c < kQKK / 64; ++c)
       for (int l = 0; l < 32; ++l) {
         const uint8_t a = L[64 * c + l], e = L[64 * c + 32 + l];
-        y[b].qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((e & 0xF) << 4));
-        y[b].qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((e >> 4) << (2 * c + 1)));
+        y.qs[32 * c + l] = static_cast<uint8_t>((a & 0xF) | ((e & 0xF) << 4));
+        y.qh[l] |= static_cast<uint8_t>(((a >> 4) << (2 * c)) | ((e >> 4) << (2 * c + 1)));
       }
-    }
-  }
+  });
 }
 
 void quantize_row_q6_K(const float* x, void* vy, int64_t k, const float* importance) {
@@ -430,39 +438,38 @@ void quantize_row_q6_K(const float* x, void* vy, int64_t k, const float* importa
   }
 }
 
-void dequantize_row_q4_K(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ4_K*>(vx);
+namespace {
+
+// Q4_K and Q5_K: q(block, j, l) is element l of sub-block j, unsigned.
+template <class Block, class Q>
+void dequantize_k4(const void* vx, float* y, int64_t k, Q q) {
+  const auto* x = static_cast<const Block*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
-      uint8_t sc0, m0, sc1, m1;
-      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
-      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      const uint8_t* q = x[b].qs + 32 * c;
-      for (int l = 0; l < 32; ++l) y[l] = d0 * (q[l] & 0xF) - o0;
-      for (int l = 0; l < 32; ++l) y[l + 32] = d1 * (q[l] >> 4) - o1;
+    for (int j = 0; j < 8; ++j, y += 32) {
+      uint8_t sc, m;
+      k4_scale_min(x[b].scales, j, &sc, &m);
+      const float dj = d * sc, oj = dmin * m;
+      for (int l = 0; l < 32; ++l) y[l] = dj * q(x[b], j, l) - oj;
     }
   }
 }
 
+template <class Block>
+int k4_nibble(const Block& x, int j, int l) {
+  return (x.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+}
+
+}  // namespace
+
+void dequantize_row_q4_K(const void* vx, float* y, int64_t k) {
+  dequantize_k4<BlockQ4_K>(vx, y, k, k4_nibble<BlockQ4_K>);
+}
+
 void dequantize_row_q5_K(const void* vx, float* y, int64_t k) {
-  const auto* x = static_cast<const BlockQ5_K*>(vx);
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int c = 0; c < kQKK / 64; ++c, y += 64) {
-      uint8_t sc0, m0, sc1, m1;
-      k4_scale_min(x[b].scales, 2 * c, &sc0, &m0);
-      k4_scale_min(x[b].scales, 2 * c + 1, &sc1, &m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      const uint8_t* q = x[b].qs + 32 * c;
-      const uint8_t* qh = x[b].qh;
-      for (int l = 0; l < 32; ++l)
-        y[l] = d0 * ((q[l] & 0xF) + (((qh[l] >> (2 * c)) & 1) << 4)) - o0;
-      for (int l = 0; l < 32; ++l)
-        y[l + 32] = d1 * ((q[l] >> 4) + (((qh[l] >> (2 * c + 1)) & 1) << 4)) - o1;
-    }
-  }
+  dequantize_k4<BlockQ5_K>(vx, y, k, [](const BlockQ5_K& x, int j, int l) {
+    return k4_nibble(x, j, l) + (((x.qh[l] >> j) & 1) << 4);
+  });
 }
 
 void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
@@ -490,38 +497,55 @@ void dequantize_row_q6_K(const void* vx, float* y, int64_t k) {
 
 // ---- By type -------------------------------------------------------------------
 
+namespace {
+
+template <void (*Quantize)(const float*, void*, int64_t)>
+void without_importance(const float* x, void* y, int64_t k, const float*) {
+  Quantize(x, y, k);
+}
+
+// The row converters of a type duet quantizes to.
+struct RowCodec {
+  DType type;
+  void (*quantize)(const float* x, void* y, int64_t k, const float* importance);
+  void (*dequantize)(const void* x, float* y, int64_t k);
+};
+
+constexpr RowCodec kCodecs[] = {
+    {DType::Q8_0, without_importance<quantize_row_q8_0>, dequantize_row_q8_0},
+    {DType::Q8_1, without_importance<quantize_row_q8_1>, dequantize_row_q8_1},
+    {DType::Q4_0, without_importance<quantize_row_q4_0>, dequantize_row_q4_0},
+    {DType::Q4_1, without_importance<quantize_row_q4_1>, dequantize_row_q4_1},
+    {DType::Q8_K, without_importance<quantize_row_q8_K>, dequantize_row_q8_K},
+    {DType::Q4_K, quantize_row_q4_K, dequantize_row_q4_K},
+    {DType::Q5_K, quantize_row_q5_K, dequantize_row_q5_K},
+    {DType::Q6_K, quantize_row_q6_K, dequantize_row_q6_K},
+};
+
+const RowCodec* codec(DType t) {
+  for (const RowCodec& c : kCodecs)
+    if (c.type == t) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
 Status quantize_row(DType t, const float* x, void* y, int64_t k, const float* importance) {
   DUET_TRY(row_bytes(t, k));
   // The scale searches and the float-to-int conversions assume finite input.
   for (int64_t i = 0; i < k; ++i)
     if (!std::isfinite(x[i])) return err("cannot quantize non-finite value ", x[i], " at element ", i);
-  switch (t) {
-    case DType::Q8_0: quantize_row_q8_0(x, y, k); break;
-    case DType::Q8_1: quantize_row_q8_1(x, y, k); break;
-    case DType::Q4_0: quantize_row_q4_0(x, y, k); break;
-    case DType::Q4_1: quantize_row_q4_1(x, y, k); break;
-    case DType::Q8_K: quantize_row_q8_K(x, y, k); break;
-    case DType::Q4_K: quantize_row_q4_K(x, y, k, importance); break;
-    case DType::Q5_K: quantize_row_q5_K(x, y, k, importance); break;
-    case DType::Q6_K: quantize_row_q6_K(x, y, k, importance); break;
-    default: return err("cannot quantize to ", dtype_name(t));
-  }
+  const RowCodec* c = codec(t);
+  if (!c) return err("cannot quantize to ", dtype_name(t));
+  c->quantize(x, y, k, importance);
   return {};
 }
 
 Status dequantize_row(DType t, const void* x, float* y, int64_t k) {
   DUET_TRY(row_bytes(t, k));
-  switch (t) {
-    case DType::Q8_0: dequantize_row_q8_0(x, y, k); break;
-    case DType::Q8_1: dequantize_row_q8_1(x, y, k); break;
-    case DType::Q4_0: dequantize_row_q4_0(x, y, k); break;
-    case DType::Q4_1: dequantize_row_q4_1(x, y, k); break;
-    case DType::Q8_K: dequantize_row_q8_K(x, y, k); break;
-    case DType::Q4_K: dequantize_row_q4_K(x, y, k); break;
-    case DType::Q5_K: dequantize_row_q5_K(x, y, k); break;
-    case DType::Q6_K: dequantize_row_q6_K(x, y, k); break;
-    default: return err("cannot dequantize ", dtype_name(t));
-  }
+  const RowCodec* c = codec(t);
+  if (!c) return err("cannot dequantize ", dtype_name(t));
+  c->dequantize(x, y, k);
   return {};
 }
 

@@ -1,5 +1,7 @@
 // AVX-512 VNNI blocked kernels of Q8_0 and Q4_0 weights against Q8_0
-// activations. Two 32-element blocks fill one 512-bit vector. vpdpbusd wants
+// activations: each weight vector loaded serves every token of the block and
+// each token's activations every row, so prefill and batched decode run on
+// the int8 units instead of on loads. Two 32-element blocks fill one 512-bit vector. vpdpbusd wants
 // unsigned x signed bytes: Q8_0 weights go unsigned as w + 128 (xor 0x80),
 // Q4_0's nibbles are unsigned already; the offset (128, or Q4_0's 8) times
 // the sum of x comes off through the accumulator's starting value, which
@@ -12,7 +14,7 @@
 #include <utility>
 
 #include "core/quant_blocks.h"
-#include "kernels/quant_gemm.h"
+#include "kernels/quant_dot.h"
 #include "kernels/quant_simd.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
@@ -204,12 +206,17 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
 
 }  // namespace
 
-QuantDotBlock quant_dot_block_avx512(DType t) {
-  switch (t) {
-    case DType::Q8_0: return &dot_block<Q8Weights>;
-    case DType::Q4_0: return &dot_block<Q4Weights>;
-    default: return nullptr;
-  }
+namespace quant_avx512 {
+
+void dot_block_q8_0(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x, size_t x_stride,
+                    int64_t n_tok, float* y, int64_t y_stride) {
+  dot_block<Q8Weights>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
 }
 
+void dot_block_q4_0(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x, size_t x_stride,
+                    int64_t n_tok, float* y, int64_t y_stride) {
+  dot_block<Q4Weights>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
+}
+
+}  // namespace quant_avx512
 }  // namespace duet

@@ -6,8 +6,10 @@
 
 namespace duet {
 
-// The kernels of quantized type `t` at `level`; nullptr if `t` is not a
-// quantized type duet implements. type_kernels_at() delegates here.
-const TypeKernels* quant_type_kernels(DType t, CpuLevel level);
+// The kernels of each quantized type at one level (kernels/registry.h picks).
+struct QuantTypeKernels {
+  TypeKernels q8_0, q4_0, q4_1, q4_K, q5_K, q6_K;
+};
+extern const QuantTypeKernels kQuantScalar, kQuantAvx2, kQuantAvx512;
 
 }  // namespace duet

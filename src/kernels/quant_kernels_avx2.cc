@@ -17,16 +17,10 @@ namespace duet::quant_avx2 {
 namespace {
 
 using namespace quant_simd;
+using vec::hmax;
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
 
 inline __m256 abs_ps(__m256 v) {
   return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
@@ -146,15 +140,13 @@ void quantize_row_q8_K(const float* x, void* vy, int64_t k) {
 
 // ---- Dot products ----------------------------------------------------------------
 
-float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ8_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  const int64_t nb = k / kQK32;
+namespace {
+
+// A row of nb 32-element blocks in two independent FMA chains; block(b, acc)
+// adds block b into acc.
+template <class Block>
+inline float two_chains(int64_t nb, Block block) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256 acc) {
-    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), acc);
-  };
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
     acc0 = block(b, acc0);
@@ -164,12 +156,21 @@ float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+}  // namespace
+
+float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockQ8_0*>(vw);
+  const auto* x = static_cast<const BlockQ8_0*>(vx);
+  return two_chains(k / kQK32, [&](int64_t b, __m256 acc) {
+    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), acc);
+  });
+}
+
 float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ4_0*>(vw);
   const auto* x = static_cast<const BlockQ8_0*>(vx);
-  const int64_t nb = k / kQK32;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  auto block = [&](int64_t b, __m256 acc) {
+  return two_chains(k / kQK32, [&](int64_t b, __m256 acc) {
     const __m256i q = unpack_nibbles(load128(w[b].qs));
     const __m256i xq = load256(x[b].qs);
     // (q - 8) * x = q*x - 8*x, both pair sums fit int16.
@@ -177,14 +178,7 @@ float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) {
     const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
     const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
-  };
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    acc0 = block(b, acc0);
-    acc1 = block(b + 1, acc1);
-  }
-  if (b < nb) acc0 = block(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
+  });
 }
 
 float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
@@ -203,8 +197,13 @@ float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
   return hsum(acc) + offsets;
 }
 
-float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ4_K*>(vw);
+namespace {
+
+// Q4_K and Q5_K: quants(block, c) gives the unsigned quants of 64-element
+// chunk c, sub-block 2c (32 bytes) and 2c + 1 (32 bytes).
+template <class Block, class Quants>
+float k4_dot(int64_t k, const void* vw, const void* vx, Quants quants) {
+  const auto* w = static_cast<const Block*>(vw);
   const auto* x = static_cast<const BlockQ8_K*>(vx);
   float sum = 0.f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
@@ -214,9 +213,7 @@ float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
         _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
     __m256i isum = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
-      const __m256i qs = load256(w[b].qs + 32 * c);
-      const __m256i lo = _mm256_and_si256(qs, _mm256_set1_epi8(0x0F));
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), _mm256_set1_epi8(0x0F));
+      const auto [lo, hi] = quants(w[b], c);
       const __m256i p_lo = dot_u8_i16(lo, load256(x[b].qs + 64 * c));
       const __m256i p_hi = dot_u8_i16(hi, load256(x[b].qs + 64 * c + 32));
       isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, broadcast_word(sc16, 2 * c)));
@@ -230,39 +227,35 @@ float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
   return sum;
 }
 
+struct Halves {
+  __m256i lo, hi;
+};
+
+template <class Block>
+Halves k4_nibbles(const Block& w, int c) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i qs = load256(w.qs + 32 * c);
+  return {_mm256_and_si256(qs, low4), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4)};
+}
+
+}  // namespace
+
+float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
+  return k4_dot<BlockQ4_K>(k, vw, vx, k4_nibbles<BlockQ4_K>);
+}
+
 float vec_dot_q5_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ5_K*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  float sum = 0.f;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    uint64_t scales, mins;
-    k4_unpack(w[b].scales, &scales, &mins);
-    const __m256i sc16 = _mm256_broadcastsi128_si256(
-        _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
-    const __m256i qh = load256(w[b].qh);
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i qs = load256(w[b].qs + 32 * c);
-      // Bit 2c (2c+1) of qh[l] is bit 4 of element 64c+l (64c+32+l): move it
-      // to bit 0 of its byte, then to bit 4 (16-bit shifts, masked per byte).
-      const __m256i h_lo = _mm256_and_si256(
-          _mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), 4), bit4);
-      const __m256i h_hi = _mm256_and_si256(
-          _mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), 4), bit4);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(qs, low4), h_lo);
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), low4), h_hi);
-      const __m256i p_lo = dot_u8_i16(lo, load256(x[b].qs + 64 * c));
-      const __m256i p_hi = dot_u8_i16(hi, load256(x[b].qs + 64 * c + 32));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, broadcast_word(sc16, 2 * c)));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, broadcast_word(sc16, 2 * c + 1)));
-    }
-    const float d = x[b].d * f16(w[b].d);
-    const float dmin = x[b].d * f16(w[b].dmin);
-    sum += d * static_cast<float>(hsum256(isum)) -
-           dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
-  }
-  return sum;
+  return k4_dot<BlockQ5_K>(k, vw, vx, [](const BlockQ5_K& w, int c) {
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const __m256i qh = load256(w.qh);
+    // Bit 2c (2c+1) of qh[l] is bit 4 of element 64c+l (64c+32+l): move it
+    // to bit 0 of its byte, then to bit 4 (16-bit shifts, masked per byte).
+    const __m256i h_lo = _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), 4), bit4);
+    const __m256i h_hi =
+        _mm256_and_si256(_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), 4), bit4);
+    const Halves q = k4_nibbles(w, c);
+    return Halves{_mm256_or_si256(q.lo, h_lo), _mm256_or_si256(q.hi, h_hi)};
+  });
 }
 
 float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {

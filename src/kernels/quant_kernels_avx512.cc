@@ -94,70 +94,66 @@ inline float finish(const __m512* acc, __m256 tail) {
          hsum(tail);
 }
 
+// Q8_0 and Q4_0 weights as unsigned bytes: their offset (which, times
+// sum(x), starts each int32 sum, negated: integer sums, so exactly as
+// subtracting), 8 blocks' scales, two blocks' quants in one vector, and one
+// block's exact dot for the tail.
+struct Q8Unsigned {
+  using Block = BlockQ8_0;
+  // There is no 512-bit sign-byte op, so w goes unsigned as w + 128 (xor 0x80).
+  static constexpr char kOffset = static_cast<char>(0x80);
+  static __m256 scales8(const Block* w) { return quant_simd::scales8<Block>(&w->d); }
+  static __m512i pair(const Block& a, const Block& b) {
+    return _mm512_xor_si512(pair512(a.qs, b.qs), _mm512_set1_epi8(kOffset));
+  }
+  static __m256i dot(const Block& w, const BlockQ8_0& x) { return dot_i8(load256(w.qs), load256(x.qs)); }
+};
+
+struct Q4Unsigned {
+  using Block = BlockQ4_0;
+  static constexpr char kOffset = 8;
+  static __m256 scales8(const Block* w) { return q4_0_scales8(w); }
+  static __m512i pair(const Block& a, const Block& b) { return nibble_pair512(a.qs, b.qs); }
+  static __m256i dot(const Block& w, const BlockQ8_0& x) {
+    const __m256i q = unpack_nibbles(load128(w.qs));
+    const __m256i xq = load256(x.qs);
+    return _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, xq),
+                            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), xq));
+  }
+};
+
+// Two blocks per 512-bit vector, 8 blocks' scales at a time.
+template <class W>
+float q8_act_dot(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const typename W::Block*>(vw);
+  const auto* x = static_cast<const BlockQ8_0*>(vx);
+  const int64_t nb = k / kQK32;
+  const __m512i offset = _mm512_set1_epi8(W::kOffset), zero = _mm512_setzero_si512();
+  // One accumulator per pair of the 8-block step: independent FMA chains.
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 d = _mm256_mul_ps(W::scales8(w + b), scales8<BlockQ8_0>(&x[b].d));
+    const __m512 d2 = _mm512_castps256_ps512(d);
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {
+      const __m512i xq = pair512(x[b + i].qs, x[b + i + 1].qs);
+      const __m512i off = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, offset, xq));
+      const __m512i s = _mm512_dpbusd_epi32(off, W::pair(w[b + i], w[b + i + 1]), xq);
+      acc[i / 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes(i), d2), _mm512_cvtepi32_ps(s), acc[i / 2]);
+    }
+  }
+  __m256 tail = _mm256_setzero_ps();
+  for (; b < nb; ++b)
+    tail = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(W::dot(w[b], x[b])), tail);
+  return finish(acc, tail);
+}
+
 }  // namespace
 
-float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ8_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  const int64_t nb = k / kQK32;
-  // Two blocks per 512-bit vector. There is no 512-bit sign-byte op, so w
-  // goes unsigned as w + 128 (xor 0x80) and 128 * sum(x) comes off: it
-  // starts each int32 sum, negated (integer sums, so exactly as subtracting).
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), zero = _mm512_setzero_si512();
-  // One accumulator per pair of the 8-block step: independent FMA chains.
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  int64_t b = 0;
-  for (; b + 8 <= nb; b += 8) {
-    const __m256 d = _mm256_mul_ps(scales8<BlockQ8_0>(&w[b].d), scales8<BlockQ8_0>(&x[b].d));
-    const __m512 d2 = _mm512_castps256_ps512(d);
-#pragma GCC unroll 4
-    for (int i = 0; i < 8; i += 2) {
-      const __m512i wq = pair512(w[b + i].qs, w[b + i + 1].qs);
-      const __m512i xq = pair512(x[b + i].qs, x[b + i + 1].qs);
-      const __m512i off = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, flip, xq));
-      const __m512i s = _mm512_dpbusd_epi32(off, _mm512_xor_si512(wq, flip), xq);
-      acc[i / 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes(i), d2), _mm512_cvtepi32_ps(s), acc[i / 2]);
-    }
-  }
-  __m256 tail = _mm256_setzero_ps();
-  for (; b < nb; ++b) {
-    const __m256 d = _mm256_set1_ps(f16(w[b].d) * f16(x[b].d));
-    tail = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load256(w[b].qs), load256(x[b].qs))), tail);
-  }
-  return finish(acc, tail);
-}
+float vec_dot_q8_0_q8_0(int64_t k, const void* vw, const void* vx) { return q8_act_dot<Q8Unsigned>(k, vw, vx); }
 
-float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ4_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  const int64_t nb = k / kQK32;
-  // The offset of 8 comes off as 8 * sum(x), which starts each int32 sum.
-  const __m512i eights = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
-  // One accumulator per pair of the 8-block step: independent FMA chains.
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  int64_t b = 0;
-  for (; b + 8 <= nb; b += 8) {
-    const __m256 d = _mm256_mul_ps(q4_0_scales8(w + b), scales8<BlockQ8_0>(&x[b].d));
-    const __m512 d2 = _mm512_castps256_ps512(d);
-#pragma GCC unroll 4
-    for (int i = 0; i < 8; i += 2) {
-      const __m512i q = nibble_pair512(w[b + i].qs, w[b + i + 1].qs);
-      const __m512i xq = pair512(x[b + i].qs, x[b + i + 1].qs);
-      const __m512i off = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, eights, xq));
-      const __m512i s = _mm512_dpbusd_epi32(off, q, xq);
-      acc[i / 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes(i), d2), _mm512_cvtepi32_ps(s), acc[i / 2]);
-    }
-  }
-  __m256 tail = _mm256_setzero_ps();
-  for (; b < nb; ++b) {
-    const __m256i q = unpack_nibbles(load128(w[b].qs));
-    const __m256i xq = load256(x[b].qs);
-    const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, xq),
-                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), xq));
-    tail = _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(s), tail);
-  }
-  return finish(acc, tail);
-}
+float vec_dot_q4_0_q8_0(int64_t k, const void* vw, const void* vx) { return q8_act_dot<Q4Unsigned>(k, vw, vx); }
 
 float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockQ4_1*>(vw);
@@ -185,8 +181,13 @@ float vec_dot_q4_1_q8_1(int64_t k, const void* vw, const void* vx) {
   return hsum(_mm256_add_ps(acc[0], acc[1])) + hsum(offsets) + tail_offsets;
 }
 
-float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ4_K*>(vw);
+namespace {
+
+// Q4_K and Q5_K: quants(block, c, pick) gives the 64 unsigned quants of chunk
+// c, where pick holds the shift counts 2c (first 32 elements) and 2c + 1.
+template <class Block, class Quants>
+float k4_dot(int64_t k, const void* vw, const void* vx, Quants quants) {
+  const auto* w = static_cast<const Block*>(vw);
   const auto* x = static_cast<const BlockQ8_K*>(vx);
   // Chunk c (64 elements) uses sub-block scales 2c (first 32) and 2c+1.
   const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
@@ -198,7 +199,7 @@ float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
     const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
     __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two dpwssd chains
     for (int c = 0; c < 4; ++c) {
-      const __m512i p = _mm512_maddubs_epi16(nibbles64(load256(w[b].qs + 32 * c)), load512(x[b].qs + 64 * c));
+      const __m512i p = _mm512_maddubs_epi16(quants(w[b], c, pick[c]), load512(x[b].qs + 64 * c));
       isum[c & 1] = _mm512_dpwssd_epi32(isum[c & 1], p, _mm512_permutexvar_epi16(pick[c], sc16));
     }
     const float d = x[b].d * f16(w[b].d);
@@ -209,33 +210,21 @@ float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
   return _mm512_reduce_add_ps(acc) - mins_total;
 }
 
+}  // namespace
+
+float vec_dot_q4_K_q8_K(int64_t k, const void* vw, const void* vx) {
+  return k4_dot<BlockQ4_K>(k, vw, vx,
+                           [](const BlockQ4_K& w, int c, __m512i) { return nibbles64(load256(w.qs + 32 * c)); });
+}
+
 float vec_dot_q5_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ5_K*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  const __m512i pick[4] = {halves16(0, 1), halves16(2, 3), halves16(4, 5), halves16(6, 7)};
-  const __m512i bit4 = _mm512_set1_epi8(0x10);
-  __m512 acc = _mm512_setzero_ps();  // per-lane sums of d * isum
-  float mins_total = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    uint64_t scales, mins;
-    k4_unpack(w[b].scales, &scales, &mins);
-    const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales))));
-    const __m512i qh = _mm512_broadcast_i64x4(load256(w[b].qh));
-    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two dpwssd chains
-    for (int c = 0; c < 4; ++c) {
-      // Fifth bits: bit 2c of qh for the first 32 elements, 2c+1 for the
-      // next; shift each to bit 0 of its byte, then to bit 4.
-      const __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, pick[c]), 4), bit4);
-      const __m512i q = _mm512_or_si512(nibbles64(load256(w[b].qs + 32 * c)), h);
-      const __m512i p = _mm512_maddubs_epi16(q, load512(x[b].qs + 64 * c));
-      isum[c & 1] = _mm512_dpwssd_epi32(isum[c & 1], p, _mm512_permutexvar_epi16(pick[c], sc16));
-    }
-    const float d = x[b].d * f16(w[b].d);
-    const float dmin = x[b].d * f16(w[b].dmin);
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(isum[0], isum[1])), acc);
-    mins_total += dmin * static_cast<float>(k4_min_sum(mins, x[b].bsums));
-  }
-  return _mm512_reduce_add_ps(acc) - mins_total;
+  return k4_dot<BlockQ5_K>(k, vw, vx, [](const BlockQ5_K& w, int c, __m512i pick) {
+    // Fifth bits: bit 2c of qh for the first 32 elements, 2c+1 for the
+    // next; shift each to bit 0 of its byte, then to bit 4.
+    const __m512i qh = _mm512_broadcast_i64x4(load256(w.qh));
+    const __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, pick), 4), _mm512_set1_epi8(0x10));
+    return _mm512_or_si512(nibbles64(load256(w.qs + 32 * c)), h);
+  });
 }
 
 float vec_dot_q6_K_q8_K(int64_t k, const void* vw, const void* vx) {

@@ -9,17 +9,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/vec.h"
+
 namespace duet::quant_simd {
 namespace {
 
 inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using vec::hsum;
 
 inline int hsum(__m128i v) {
   v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));

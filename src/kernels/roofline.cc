@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/huge_buffer.h"
-#include "kernels/probes.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -28,7 +28,7 @@ double best_seconds(int reps, F&& f) {
 }  // namespace
 
 Roofline measure_roofline(ThreadPool& pool, size_t bytes, int reps) {
-  const ProbeKernels& k = probe_kernels(active_cpu_level());
+  const ProbeKernels& k = *kernels().probes();
   Roofline r;
   r.threads = pool.size();
 
@@ -60,29 +60,32 @@ Roofline measure_roofline(ThreadPool& pool, size_t bytes, int reps) {
   r.read_gb_s = static_cast<double>(n * sizeof(float)) / read_s / 1e9;
 
   constexpr int64_t kIters = 20'000'000;
-  std::atomic<double> work{0};
-  const double fma_s = best_seconds(reps, [&] {
-    work = 0;
-    pool.run([&](int, int) {
-      float s;
-      const double w = k.fma_flops(kIters, &s);
-      double cur = work.load();
-      while (!work.compare_exchange_weak(cur, cur + w)) {}
-      sink.fetch_add(s);
+  // Billions of operations per second of `probe` (which returns its count)
+  // on every thread at once, the best of reps.
+  const auto rate = [&](auto probe) {
+    std::atomic<double> work{0};
+    const double seconds = best_seconds(reps, [&] {
+      work = 0;
+      pool.run([&](int, int) {
+        const double w = probe();
+        double cur = work.load();
+        while (!work.compare_exchange_weak(cur, cur + w)) {}
+      });
     });
+    return work.load() / seconds / 1e9;
+  };
+  r.fma_gflop_s = rate([&] {
+    float s;
+    const double w = k.fma_flops(kIters, &s);
+    sink.fetch_add(s);
+    return w;
   });
-  r.fma_gflop_s = work.load() / fma_s / 1e9;
-  const double int8_s = best_seconds(reps, [&] {
-    work = 0;
-    pool.run([&](int, int) {
-      int32_t s;
-      const double w = k.int8_ops(kIters, &s);
-      double cur = work.load();
-      while (!work.compare_exchange_weak(cur, cur + w)) {}
-      sink.fetch_add(static_cast<float>(s));
-    });
+  r.int8_gop_s = rate([&] {
+    int32_t s;
+    const double w = k.int8_ops(kIters, &s);
+    sink.fetch_add(static_cast<float>(s));
+    return w;
   });
-  r.int8_gop_s = work.load() / int8_s / 1e9;
   return r;
 }
 

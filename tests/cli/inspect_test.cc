@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "core/cpu_features.h"
 #include "formats/gguf.h"
 #include "test_util.h"
 
@@ -15,6 +19,13 @@ namespace dt = duet::testing;
 
 dt::CommandResult inspect(const std::string& path) {
   return dt::run_command(dt::duet_binary() + " inspect '" + path + "'");
+}
+
+CpuLevel parse_level(const std::string& name) {
+  for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512})
+    if (cpu_level_name(l) == name) return l;
+  ADD_FAILURE() << "no level " << name;
+  return CpuLevel::kAvx512;
 }
 
 size_t count_lines(const std::string& s) {
@@ -89,6 +100,59 @@ TEST(Inspect, MissingFile) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.output.rfind("duet: error: /nonexistent/model.gguf", 0), 0u) << r.output;
   EXPECT_EQ(count_lines(r.output), 1u) << r.output;
+}
+
+// The kernel table's rows (op, type, level, implementation) of
+// `duet inspect --kernels`, run with `env` before it.
+struct KernelRow {
+  std::string op, type, level;
+};
+std::vector<KernelRow> kernel_rows(const std::string& env, std::string* output) {
+  const auto r = dt::run_command(env + " " + dt::duet_binary() + " inspect --kernels");
+  *output = r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<KernelRow> rows;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  ", 0) != 0 || line.find("implementation") != std::string::npos) continue;
+    KernelRow row;
+    std::istringstream(line) >> row.op >> row.type >> row.level;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+bool has_row(const std::vector<KernelRow>& rows, const std::string& op, const std::string& type) {
+  return std::any_of(rows.begin(), rows.end(), [&](const KernelRow& r) { return r.op == op && r.type == type; });
+}
+
+TEST(Inspect, KernelsListWhatThisCpuRuns) {
+  std::string out;
+  // The level this process runs at: the child inherits any DUET_CPU.
+  const CpuLevel level = active_cpu_level();
+  const auto rows = kernel_rows("", &out);
+  EXPECT_NE(out.find("cpu level: " + std::string(cpu_level_name(level))), std::string::npos) << out;
+  for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"})
+    EXPECT_TRUE(has_row(rows, "dot", type)) << type << "\n" << out;
+  for (const char* type : {"f32", "f16", "q8", "q4"}) EXPECT_TRUE(has_row(rows, "kv_rows", type)) << out;
+  for (const char* op : {"exp", "swiglu", "probes"}) EXPECT_TRUE(has_row(rows, op, "-")) << out;
+  EXPECT_EQ(has_row(rows, "packed_gemm", "Q8_0"), level == CpuLevel::kAvx512) << out;
+  for (const KernelRow& r : rows) EXPECT_LE(parse_level(r.level), level) << r.op << " " << r.type;
+}
+
+TEST(Inspect, KernelsFollowDuetCpu) {
+  std::string out;
+  const auto rows = kernel_rows("DUET_CPU=scalar", &out);
+  EXPECT_NE(out.find("cpu level: scalar"), std::string::npos) << out;
+  ASSERT_TRUE(has_row(rows, "dot", "Q8_0") && has_row(rows, "swiglu", "-")) << out;
+  for (const KernelRow& r : rows) EXPECT_EQ(r.level, "scalar") << r.op << " " << r.type;
+  EXPECT_FALSE(has_row(rows, "packed_gemm", "Q8_0"));
+}
+
+TEST(Inspect, NeedsAFileOrKernels) {
+  const auto r = dt::run_command(dt::duet_binary() + " inspect");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--kernels"), std::string::npos) << r.output;
 }
 
 }  // namespace

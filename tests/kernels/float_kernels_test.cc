@@ -6,8 +6,7 @@
 #include <cstring>
 
 #include "kernel_test_util.h"
-#include "kernels/float_kernels.h"
-#include "kernels/type_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -42,10 +41,10 @@ Dot exact_dot(const float* w, const float* x, int64_t k) {
 TEST(FloatKernels, EveryFloatTypeHasKernelsAtEveryLevel) {
   for (CpuLevel level : runnable_levels())
     for (DType t : kTypes) {
-      const TypeKernels* tk = type_kernels_at(t, level);
+      const TypeKernels* tk = kernels_at(level).type(t);
       ASSERT_NE(tk, nullptr) << dtype_name(t) << " at " << cpu_level_name(level);
       EXPECT_EQ(tk->vec_dot_type, DType::F32);
-      EXPECT_NE(float_kernels_at(t, level)->dot_block, nullptr);
+      EXPECT_NE(tk->dot_block, nullptr);
     }
   EXPECT_NE(type_kernels(DType::F16), nullptr);
 }
@@ -55,7 +54,7 @@ TEST(FloatKernels, ScalarDotMatchesDoublePrecision) {
     for (int64_t k : kLengths) {
       const auto w = random_weights(t, k, 1, 1000 + static_cast<uint32_t>(k));
       const auto x = random_floats(static_cast<size_t>(k), 2000 + static_cast<uint32_t>(k));
-      const float got = type_kernels_at(t, CpuLevel::kScalar)->vec_dot(k, w.row(0), x.data());
+      const float got = kernels_at(CpuLevel::kScalar).type(t)->vec_dot(k, w.row(0), x.data());
       const Dot d = exact_dot(w.values.data(), x.data(), k);
       EXPECT_NEAR(got, d.exact, (k + 1) * kU * d.abs_sum) << dtype_name(t) << " k=" << k;
     }
@@ -68,8 +67,8 @@ TEST(FloatKernels, VecDotEqualsScalarAtEveryLevel) {
         for (uint32_t seed = 0; seed < 5; ++seed) {
           const auto w = random_weights(t, k, 1, seed * 31 + static_cast<uint32_t>(k));
           const auto x = random_floats(static_cast<size_t>(k), seed * 17 + 5);
-          const float ref = type_kernels_at(t, CpuLevel::kScalar)->vec_dot(k, w.row(0), x.data());
-          const float got = type_kernels_at(t, level)->vec_dot(k, w.row(0), x.data());
+          const float ref = kernels_at(CpuLevel::kScalar).type(t)->vec_dot(k, w.row(0), x.data());
+          const float got = kernels_at(level).type(t)->vec_dot(k, w.row(0), x.data());
           const Dot d = exact_dot(w.values.data(), x.data(), k);
           EXPECT_NEAR(got, ref, bound_between_float_sums(k, d.abs_sum))
               << dtype_name(t) << " at " << cpu_level_name(level) << " k=" << k;
@@ -81,7 +80,7 @@ TEST(FloatKernels, ToFloatAndFromFloatAreExactAtEveryLevel) {
     for (DType t : kTypes)
       for (int64_t k : kLengths) {
         const auto w = random_weights(t, k, 1, 77 + static_cast<uint32_t>(k));
-        const TypeKernels* tk = type_kernels_at(t, level);
+        const TypeKernels* tk = kernels_at(level).type(t);
         std::vector<float> out(static_cast<size_t>(k) + 1, -7.0f);
         tk->to_float(w.row(0), out.data(), k);
         for (int64_t i = 0; i < k; ++i)
@@ -105,9 +104,9 @@ TEST(FloatKernels, WideningDecodesSpecialValuesExactly) {
   const int64_t k = 17;
   for (CpuLevel level : runnable_levels()) {
     std::vector<float> out(k);
-    type_kernels_at(DType::F16, level)->to_float(f16, out.data(), k);
+    kernels_at(level).type(DType::F16)->to_float(f16, out.data(), k);
     for (int64_t i = 0; i < k; ++i) EXPECT_EQ(f32_to_bits(out[i]), f32_to_bits(f16_to_f32(f16[i])));
-    type_kernels_at(DType::BF16, level)->to_float(bf16, out.data(), k);
+    kernels_at(level).type(DType::BF16)->to_float(bf16, out.data(), k);
     for (int64_t i = 0; i < k; ++i) EXPECT_EQ(f32_to_bits(out[i]), f32_to_bits(bf16_to_f32(bf16[i])));
   }
 }
@@ -121,13 +120,13 @@ TEST(FloatKernels, DotBlockEqualsVecDotBitForBit) {
           for (int64_t m : {1, 2, 3, 5, 17}) {
             const auto w = random_weights(t, k, n_rows, static_cast<uint32_t>(k * 7 + n_rows));
             const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m));
-            const FloatKernels* fk = float_kernels_at(t, level);
+            const TypeKernels* tk = kernels_at(level).type(t);
             std::vector<float> y(static_cast<size_t>(m * n_rows));
-            fk->dot_block(k, w.bytes.data(), w.bytes.size() / n_rows, n_rows, x.data(), k, m,
-                          y.data(), n_rows);
+            tk->dot_block(k, w.bytes.data(), w.bytes.size() / n_rows, n_rows,
+                          reinterpret_cast<const uint8_t*>(x.data()), k * sizeof(float), m, y.data(), n_rows);
             for (int64_t tok = 0; tok < m; ++tok)
               for (int64_t r = 0; r < n_rows; ++r) {
-                const float one = fk->traits.vec_dot(k, w.row(r), x.data() + tok * k);
+                const float one = tk->vec_dot(k, w.row(r), x.data() + tok * k);
                 ASSERT_EQ(f32_to_bits(y[tok * n_rows + r]), f32_to_bits(one))
                     << dtype_name(t) << " at " << cpu_level_name(level) << " k=" << k
                     << " rows=" << n_rows << " m=" << m << " r=" << r << " t=" << tok;

@@ -28,6 +28,18 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
+// A view of bytes as a weight matrix [rows][k] of type t.
+inline TensorView matrix_view(DType t, int64_t k, int64_t rows, const std::vector<uint8_t>& bytes) {
+  TensorView v;
+  v.name = "w";
+  v.dtype = t;
+  v.n_dims = 2;
+  v.ne = {k, rows, 1, 1};
+  v.data = bytes.data();
+  v.nbytes = bytes.size();
+  return v;
+}
+
 // A float-type weight matrix [rows][k] with its exact values as floats.
 struct FloatWeights {
   DType dtype;
@@ -35,16 +47,7 @@ struct FloatWeights {
   std::vector<uint8_t> bytes;   // [rows][k] in dtype
   std::vector<float> values;    // [rows][k], what the bytes decode to
 
-  TensorView view() const {
-    TensorView v;
-    v.name = "w";
-    v.dtype = dtype;
-    v.n_dims = 2;
-    v.ne = {k, rows, 1, 1};
-    v.data = bytes.data();
-    v.nbytes = bytes.size();
-    return v;
-  }
+  TensorView view() const { return matrix_view(dtype, k, rows, bytes); }
   const uint8_t* row(int64_t r) const { return bytes.data() + r * (bytes.size() / rows); }
 };
 

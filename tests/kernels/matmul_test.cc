@@ -6,8 +6,7 @@
 
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
-#include "kernels/quant_gemm.h"
-#include "kernels/type_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -41,7 +40,7 @@ TEST(Matmul, FloatTypesMatchScalarReference) {
           const auto w = random_weights(t, k, n_out, static_cast<uint32_t>(k + 13 * n_out));
           const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m + k));
           const auto y = run_matmul(w.view(), x, m, pool);
-          const TypeKernels* ref = type_kernels_at(t, CpuLevel::kScalar);
+          const TypeKernels* ref = kernels_at(CpuLevel::kScalar).type(t);
           for (int64_t tok = 0; tok < m; ++tok)
             for (int64_t r = 0; r < n_out; ++r) {
               double abs_sum = 0;
@@ -106,20 +105,14 @@ TensorView random_quant_weights(DType t, int64_t k, int64_t n_out, std::vector<u
   bytes.resize(wrow * n_out);
   std::mt19937 rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng() & 0x3b);  // keeps f16 scales finite
-  TensorView w;
-  w.dtype = t;
-  w.n_dims = 2;
-  w.ne = {k, n_out, 1, 1};
-  w.data = bytes.data();
-  w.nbytes = bytes.size();
-  return w;
+  return testing::matrix_view(t, k, n_out, bytes);
 }
 
 const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
 
 TEST(Matmul, QuantizedTypesMatchTheirVecDot) {
   // The generic path (activations converted into vec_dot_type in scratch):
-  // row-by-row vec_dot exactly, or a register-blocked kernel (quant_gemm.h)
+  // row-by-row vec_dot exactly, or a register-blocked kernel (TypeKernels::dot_block)
   // whose sums may be associated differently: equal up to float rounding.
   ThreadPool one(1), three(3);
   for (DType t : kQuantTypes) {
@@ -134,7 +127,7 @@ TEST(Matmul, QuantizedTypesMatchTheirVecDot) {
       const auto y = run_matmul(w, x, m, one);
       EXPECT_TRUE(same_bits(y, run_matmul(w, x, m, three))) << dtype_name(t);
       std::vector<uint8_t> xq(*row_bytes(tk->vec_dot_type, k));
-      const bool exact = quant_dot_block(t) == nullptr;
+      const bool exact = tk->dot_block == nullptr;
       for (int64_t tok = 0; tok < m; ++tok) {
         tk->from_float(x.data() + tok * k, xq.data(), k);
         double scale = 0;  // the size of the terms, for a rounding bound

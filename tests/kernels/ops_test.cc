@@ -6,6 +6,7 @@
 
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -83,7 +84,7 @@ TEST(Ops, ExpShiftedMatchesStdExpAtEveryLevel) {
     for (size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i * x.size() / std::size(edges)] = edges[i];
     const float shift = n == 1 ? 0.0f : 3.5f;
     for (CpuLevel level : testing::runnable_levels()) {
-      const auto fn = level == CpuLevel::kAvx512 ? exp_shifted_avx512 : exp_shifted_scalar;
+      const auto fn = kernels_at(level).exp_shifted();
       std::vector<double> out(static_cast<size_t>(n) + 1, -1.0);
       const double sum = fn(x.data(), shift, out.data(), n);
       double want_sum = 0;
@@ -104,8 +105,7 @@ TEST(Ops, SwigluMatchesDoubleAtEveryLevel) {
   const auto g = random_floats(n, 5, -30.0f, 30.0f);
   const auto u = random_floats(n, 6, -2.0f, 2.0f);
   for (CpuLevel level : testing::runnable_levels()) {
-    if (level == CpuLevel::kAvx2) continue;  // no AVX2 version: it uses the scalar one
-    const auto fn = level == CpuLevel::kAvx512 ? swiglu_avx512 : swiglu_scalar;
+    const auto fn = kernels_at(level).swiglu();
     std::vector<float> out(n);
     fn(g.data(), u.data(), out.data(), n);
     for (int64_t i = 0; i < n; ++i) {

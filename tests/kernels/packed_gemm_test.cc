@@ -12,7 +12,7 @@
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
-#include "kernels/type_kernels.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -115,7 +115,7 @@ TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
   // rounding, the dot in double of the scalar dequantization of the file's
   // rows with the activations the kernel was given.
   for (DType t : kPackedTypes) {
-    const TypeKernels* tk = type_kernels_at(t, CpuLevel::kScalar);
+    const TypeKernels* tk = kernels_at(CpuLevel::kScalar).type(t);
     for (int64_t k : {32, 96, 544}) {
       if (is_float(t)) k += 3;  // float rows need no whole blocks
       if (t == DType::Q4_K) k = k / 32 * 256;
@@ -147,7 +147,7 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
   bool ran = false;
   for (CpuLevel level : testing::runnable_levels())
     for (DType t : kPackedTypes) {
-      const PackedKernels* pk = packed_kernels_at(t, level);
+      const PackedKernels* pk = kernels_at(level).packed(t);
       if (!pk) continue;
       ran = true;
       // Token counts below, at and past the 8-token tile and the 64-token block.
@@ -198,7 +198,7 @@ TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
 TEST(PackedGemm, SimdActivationQuantizersEqualTheReference) {
   for (CpuLevel level : testing::runnable_levels())
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
-      const PackedKernels* pk = packed_kernels_at(t, level);
+      const PackedKernels* pk = kernels_at(level).packed(t);
       if (!pk) continue;
       const int64_t k = 32 * 37;  // 4 whole groups of 8 blocks and one of 5
       auto x = random_floats(static_cast<size_t>(k), 21, -3.0f, 3.0f);
@@ -226,7 +226,7 @@ TEST(PackedGemm, OnlyWholeGroupsOfRowsArePacked) {
   k_quant.view.dtype = DType::Q6_K;  // no packed kernels
   EXPECT_FALSE(packable(k_quant.view));
   const QuantMatrix even = random_matrix(DType::Q4_0, 64, 32, 3);
-  EXPECT_EQ(packable(even.view), packed_kernels(DType::Q4_0) != nullptr);
+  EXPECT_EQ(packable(even.view), kernels().packed(DType::Q4_0) != nullptr);
 }
 
 TEST(PackedGemm, MatmulIsTheSameForAnyBatchAndThreadCount) {

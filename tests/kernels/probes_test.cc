@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/probes.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -21,7 +21,7 @@ TEST(Probes, EveryReadLoopSumsEveryElement) {
     want += x[i];
   }
   for (CpuLevel level : testing::runnable_levels()) {
-    const ProbeKernels& k = probe_kernels(level);
+    const ProbeKernels& k = *kernels_at(level).probes();
     EXPECT_EQ(k.sum(x.data(), x.size()), want) << cpu_level_name(level);
     EXPECT_EQ(k.sum_prefetch(x.data(), x.size()), want) << cpu_level_name(level);
     // One iteration: the first 64 hold 0..15 four times.

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_features.h"
 #include "core/half.h"
 #include "core/quant_blocks.h"
+#include "kernel_test_util.h"
 #include "kernels/quant.h"
-#include "kernels/quant_kernels.h"
+#include "kernels/registry.h"
 #include "test_util.h"
 
 namespace duet {
@@ -31,12 +31,7 @@ constexpr Pair kPairs[] = {{DType::Q8_0, DType::Q8_0}, {DType::Q4_0, DType::Q8_0
                            {DType::Q4_1, DType::Q8_1}, {DType::Q4_K, DType::Q8_K},
                            {DType::Q5_K, DType::Q8_K}, {DType::Q6_K, DType::Q8_K}};
 
-std::vector<CpuLevel> runnable_levels() {
-  std::vector<CpuLevel> levels;
-  for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512})
-    if (l <= cpu_features().best_level()) levels.push_back(l);
-  return levels;
-}
+using testing::runnable_levels;
 
 int64_t block_elems(DType t) { return traits(t).block_elems; }
 size_t bytes_of(DType t, int64_t k) { return *row_bytes(t, k); }
@@ -195,14 +190,13 @@ double dequant_dot(DType t, const Bytes& w, DType xt, const Bytes& x, int64_t k)
 TEST(QuantKernels, TablesCoverTheQuantizedTypes) {
   for (const Pair& p : kPairs) {
     for (CpuLevel level : runnable_levels()) {
-      const TypeKernels* tk = quant_type_kernels(p.w, level);
+      const TypeKernels* tk = kernels_at(level).type(p.w);
       ASSERT_NE(tk, nullptr) << dtype_name(p.w);
       EXPECT_EQ(tk->vec_dot_type, p.act);
       EXPECT_TRUE(tk->from_float && tk->vec_dot && tk->to_float);
     }
   }
-  EXPECT_EQ(quant_type_kernels(DType::F32, CpuLevel::kScalar), nullptr);
-  EXPECT_EQ(quant_type_kernels(DType::Q2_K, CpuLevel::kScalar), nullptr);
+  EXPECT_EQ(kernels_at(CpuLevel::kScalar).type(DType::Q2_K), nullptr);
 }
 
 // Float results: the scalar kernel and each SIMD one compute the same exact
@@ -212,7 +206,7 @@ TEST(QuantKernels, TablesCoverTheQuantizedTypes) {
 TEST(QuantKernels, VecDotMatchesScalarOnRandomBlocks) {
   Rng rng(1234);
   for (const Pair& p : kPairs) {
-    const TypeKernels* ref = quant_type_kernels(p.w, CpuLevel::kScalar);
+    const TypeKernels* ref = kernels_at(CpuLevel::kScalar).type(p.w);
     for (int trial = 0; trial < 200; ++trial) {
       const int nb = 1 + trial % 9;
       const int64_t k = nb * block_elems(p.w);
@@ -226,7 +220,7 @@ TEST(QuantKernels, VecDotMatchesScalarOnRandomBlocks) {
       ASSERT_NEAR(want, dequant_dot(p.w, w, p.act, x, k), tol + q8_1_sum_slack(p.act, w, x))
           << dtype_name(p.w) << " trial " << trial;
       for (CpuLevel level : runnable_levels()) {
-        const float got = quant_type_kernels(p.w, level)->vec_dot(k, w.data(), x.data());
+        const float got = kernels_at(level).type(p.w)->vec_dot(k, w.data(), x.data());
         ASSERT_NEAR(got, want, tol)
             << dtype_name(p.w) << " at " << cpu_level_name(level) << ", trial " << trial;
       }
@@ -248,7 +242,7 @@ TEST(QuantKernels, VecDotIntegerPartsExact) {
       ASSERT_LT(magnitude(p.w, w, x, p.act, k), 256.0) << "test data too large to be exact";
       const double exact = dequant_dot(p.w, w, p.act, x, k);
       for (CpuLevel level : runnable_levels()) {
-        const float got = quant_type_kernels(p.w, level)->vec_dot(k, w.data(), x.data());
+        const float got = kernels_at(level).type(p.w)->vec_dot(k, w.data(), x.data());
         ASSERT_EQ(got, static_cast<float>(exact))
             << dtype_name(p.w) << " at " << cpu_level_name(level) << ", trial " << trial;
         ASSERT_EQ(static_cast<double>(got), exact);
@@ -284,7 +278,7 @@ std::vector<float> activation_row(Rng& rng, int64_t k, int trial) {
 TEST(QuantKernels, FromFloatMatchesScalarBitForBit) {
   Rng rng(7);
   for (DType w : {DType::Q8_0, DType::Q4_1, DType::Q4_K}) {  // -> Q8_0, Q8_1, Q8_K
-    const TypeKernels* ref = quant_type_kernels(w, CpuLevel::kScalar);
+    const TypeKernels* ref = kernels_at(CpuLevel::kScalar).type(w);
     const DType act = ref->vec_dot_type;
     for (int trial = 0; trial < 120; ++trial) {
       const int64_t k = (1 + trial % 9) * kQKK;
@@ -293,7 +287,7 @@ TEST(QuantKernels, FromFloatMatchesScalarBitForBit) {
       ref->from_float(x.data(), want.data(), k);
       for (CpuLevel level : runnable_levels()) {
         std::fill(got.begin(), got.end(), 0xAB);
-        quant_type_kernels(w, level)->from_float(x.data(), got.data(), k);
+        kernels_at(level).type(w)->from_float(x.data(), got.data(), k);
         ASSERT_EQ(got, want) << dtype_name(act) << " at " << cpu_level_name(level) << ", trial "
                              << trial;
       }
@@ -406,41 +400,47 @@ TEST(Quant, RejectsBadRows) {
 
 // ---- Known answers -------------------------------------------------------------------
 
+// One Block quantized from n zeros but for the given (index, value) elements.
+template <class Block>
+Block quantize_sparse(void (*quantize)(const float*, void*, int64_t), int64_t n,
+                      std::initializer_list<std::pair<int, float>> elements) {
+  std::vector<float> x(static_cast<size_t>(n), 0.f);
+  for (const auto& [i, v] : elements) x[static_cast<size_t>(i)] = v;
+  Block b;
+  quantize(x.data(), &b, n);
+  return b;
+}
+
+// The first quants of a block are `want`.
+template <class Q>
+void expect_leading(const Q* qs, std::initializer_list<int> want) {
+  int i = 0;
+  for (int w : want) {
+    EXPECT_EQ(qs[i], w) << "element " << i;
+    ++i;
+  }
+}
+
 TEST(QuantKnownAnswer, Q8_0RoundsHalfAwayFromZero) {
   // amax 127 -> d = 1 exactly, so x/d keeps the halves.
-  std::vector<float> x(32, 0.f);
-  x[0] = 127.f, x[1] = 2.5f, x[2] = -3.5f, x[3] = 0.5f, x[4] = -0.49f;
-  BlockQ8_0 b;
-  quantize_row_q8_0(x.data(), &b, 32);
+  const auto b =
+      quantize_sparse<BlockQ8_0>(quantize_row_q8_0, 32, {{0, 127.f}, {1, 2.5f}, {2, -3.5f}, {3, 0.5f}, {4, -0.49f}});
   EXPECT_EQ(b.d, 0x3C00);  // 1.0
-  EXPECT_EQ(b.qs[0], 127);
-  EXPECT_EQ(b.qs[1], 3);
-  EXPECT_EQ(b.qs[2], -4);
-  EXPECT_EQ(b.qs[3], 1);
-  EXPECT_EQ(b.qs[4], 0);
+  expect_leading(b.qs, {127, 3, -4, 1, 0});
 }
 
 TEST(QuantKnownAnswer, Q8_KRoundsHalfToEven) {
   // max = -127 -> iscale = 1, d = 1.
-  std::vector<float> x(256, 0.f);
-  x[0] = -127.f, x[1] = 2.5f, x[2] = 3.5f, x[3] = -2.5f, x[17] = 100.f;
-  BlockQ8_K b;
-  quantize_row_q8_K(x.data(), &b, 256);
+  const auto b = quantize_sparse<BlockQ8_K>(quantize_row_q8_K, 256,
+                                            {{0, -127.f}, {1, 2.5f}, {2, 3.5f}, {3, -2.5f}, {17, 100.f}});
   EXPECT_EQ(b.d, 1.f);
-  EXPECT_EQ(b.qs[0], -127);
-  EXPECT_EQ(b.qs[1], 2);
-  EXPECT_EQ(b.qs[2], 4);
-  EXPECT_EQ(b.qs[3], -2);
-  EXPECT_EQ(b.bsums[0], -127 + 2 + 4 - 2);
-  EXPECT_EQ(b.bsums[1], 100);
+  expect_leading(b.qs, {-127, 2, 4, -2});
+  expect_leading(b.bsums, {-127 + 2 + 4 - 2, 100});
 }
 
 TEST(QuantKnownAnswer, Q4_0) {
   // The largest-magnitude element is -8: d = -8/-8 = 1, it maps to level 0.
-  std::vector<float> x(32, 0.f);
-  x[0] = -8.f, x[1] = 7.f, x[2] = 0.5f, x[3] = -0.5f, x[16] = 3.f;
-  BlockQ4_0 b;
-  quantize_row_q4_0(x.data(), &b, 32);
+  auto b = quantize_sparse<BlockQ4_0>(quantize_row_q4_0, 32, {{0, -8.f}, {1, 7.f}, {2, 0.5f}, {3, -0.5f}, {16, 3.f}});
   EXPECT_EQ(b.d, 0x3C00);
   EXPECT_EQ(b.qs[0], 0x00 | (11 << 4));  // element 0 -> 0; element 16: 3 + 8 = 11
   EXPECT_EQ(b.qs[1], 15 | (8 << 4));     // 7 + 8 = 15; element 17: 0 -> 8
@@ -530,7 +530,7 @@ TEST(QuantKnownAnswer, Q4_0DotQ8_0) {
   x.qs[5] = 127;  // meets a zero weight
   const float want = 0.5f * 0.25f * (2 * 100 + (-7) * (-3));  // 27.625
   for (CpuLevel level : runnable_levels())
-    EXPECT_EQ(quant_type_kernels(DType::Q4_0, level)->vec_dot(32, &w, &x), want)
+    EXPECT_EQ(kernels_at(level).type(DType::Q4_0)->vec_dot(32, &w, &x), want)
         << cpu_level_name(level);
 }
 

@@ -1,0 +1,104 @@
+// Width traits of the two SIMD levels, so a kernel whose AVX2 and AVX-512
+// versions differ only in vector width is written once against V::F (a float
+// vector), V::kLanes and the operations below, and compiled to Vec256 in an
+// *_avx2.cc file and to Vec512 in an *_avx512.cc one. Include only from those
+// files (they need the ISA flags); the anonymous namespace gives each its own
+// copy, since an inline function with external linkage built with AVX-512
+// flags could be picked by the linker for the AVX2 callers too.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace duet::vec {
+namespace {
+
+// Lane 0 of `op` folded over the 8 lanes of v.
+template <class Op>
+inline float fold(__m256 v, Op op) {
+  __m128 s = op(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = op(s, _mm_movehl_ps(s, s));
+  s = op(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hsum(__m256 v) {
+  return fold(v, [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+
+inline float hmax(__m256 v) {
+  return fold(v, [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+}
+
+// What differs between the widths only by the width in the intrinsics'
+// names. Each trait adds half(p), a load of half a vector (kLanes halves).
+// fma_chains, dot_chains: how many independent chains of FMAs (int8 dots)
+// cover the instruction's latency x throughput product (the probes).
+#define DUET_VEC_BY_NAME(W, fma_chains, dot_chains)                                           \
+  static constexpr int kFmaChains = fma_chains;                                              \
+  static constexpr int kDotChains = dot_chains;                                              \
+  using F = __m##W;                                                                          \
+  using I = __m##W##i;                                                                       \
+  static constexpr int64_t kLanes = W / 32;                                                  \
+  static F zero() { return _mm##W##_setzero_ps(); }                                          \
+  static F set1(float a) { return _mm##W##_set1_ps(a); }                                     \
+  static F load(const float* p) { return _mm##W##_loadu_ps(p); }                             \
+  static void store(float* p, F v) { _mm##W##_storeu_ps(p, v); }                            \
+  static F add(F a, F b) { return _mm##W##_add_ps(a, b); }                                   \
+  static F fmadd(F a, F b, F c) { return _mm##W##_fmadd_ps(a, b, c); }                       \
+  static I zero_i() { return _mm##W##_setzero_si##W(); }                                     \
+  static I set1_i8(int8_t a) { return _mm##W##_set1_epi8(a); }                               \
+  static I add_i32(I a, I b) { return _mm##W##_add_epi32(a, b); }                            \
+  /* kLanes halves at p, widened. */                                                         \
+  static F load_f16(const uint8_t* p) { return _mm##W##_cvtph_ps(half(p)); }                 \
+  /* bf16 is the top half of an f32: widen to 32 bits and shift into place. */               \
+  static F load_bf16(const uint8_t* p) {                                                     \
+    return _mm##W##_castsi##W##_ps(_mm##W##_slli_epi32(_mm##W##_cvtepu16_epi32(half(p)), 16)); \
+  }
+
+struct Vec256 {
+  static __m128i half(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  DUET_VEC_BY_NAME(256, 10, 8)
+  static float reduce_add(F v) { return hsum(v); }
+  // acc + the u8 x s8 products of a and b, summed by 4 into int32 lanes. AVX2
+  // has no dot-accumulate: maddubs (pairs -> s16), madd (-> s32), add.
+  static I dot_u8s8(I acc, I a, I b) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+  }
+  static int32_t lane0(I v) { return _mm256_extract_epi32(v, 0); }
+};
+
+#if defined(__AVX512F__)
+struct Vec512 {
+  static __m256i half(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  DUET_VEC_BY_NAME(512, 12, 12)
+  static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
+  static I dot_u8s8(I acc, I a, I b) { return _mm512_dpbusd_epi32(acc, a, b); }
+  // Lane 0 only: the lanes' sum overflows int32 (the vector adds wrap; a
+  // reduction in int is undefined behaviour, which UBSan reports).
+  static int32_t lane0(I v) { return _mm_cvtsi128_si32(_mm512_castsi512_si128(v)); }
+};
+#endif
+
+#undef DUET_VEC_BY_NAME
+
+// Loaders of V::kLanes weights of each float type at p, as floats.
+template <class V>
+struct F32Elems {
+  static constexpr int64_t kBytes = 4;
+  static typename V::F load(const uint8_t* p) { return V::load(reinterpret_cast<const float*>(p)); }
+};
+template <class V>
+struct F16Elems {
+  static constexpr int64_t kBytes = 2;
+  static typename V::F load(const uint8_t* p) { return V::load_f16(p); }
+};
+template <class V>
+struct BF16Elems {
+  static constexpr int64_t kBytes = 2;
+  static typename V::F load(const uint8_t* p) { return V::load_bf16(p); }
+};
+
+}  // namespace
+}  // namespace duet::vec
