@@ -5,13 +5,13 @@
 
 #include <cstdio>
 #include <iostream>
-#include <random>
 #include <string>
 
 #include "cli/chat_session.h"
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/engine_options.h"
 
 namespace duet::cli {
 namespace {
@@ -21,8 +21,7 @@ struct ChatOptions {
   std::string chat_template;
   std::string system;
   int32_t n_predict = -1;
-  SamplingParams sampling;
-  int64_t seed = -1;
+  SamplingOptions sampling;
   int32_t threads = 0;
   int32_t ctx = 0;
   std::string kv_type = "f16";
@@ -49,7 +48,6 @@ void print_turn_stats(int turn, const TurnStats& s) {
 }
 
 int chat(ChatOptions o) {
-  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   auto model = Model::load(o.model);
   if (!model) return fail(model.error());
   auto tmpl = resolve_chat_template(o.chat_template, **model);
@@ -58,7 +56,7 @@ int chat(ChatOptions o) {
   if (!kv_type) return fail(kv_type.error());
 
   ChatSessionConfig config;
-  config.sampling = o.sampling;
+  config.sampling = o.sampling.resolved();
   config.ctx = o.ctx;
   config.n_threads = o.threads;
   config.kv_type = *kv_type;
@@ -102,17 +100,7 @@ const bool registered = register_command(
       app.add_option("--system", o->system, "System message");
       app.add_option("-n,--n-predict", o->n_predict, "Most tokens per reply (-1: until the end token)")
           ->capture_default_str();
-      app.add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
-      app.add_option("--top-k", o->sampling.top_k, "Top-k (0: off)")->capture_default_str();
-      app.add_option("--top-p", o->sampling.top_p, "Top-p (1: off)")->capture_default_str();
-      app.add_option("--min-p", o->sampling.min_p, "Min-p (0: off)")->capture_default_str();
-      app.add_option("--repeat-penalty", o->sampling.repeat_penalty, "Repetition penalty (1: off)")
-          ->capture_default_str();
-      app.add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks back over")
-          ->capture_default_str();
-      app.add_option("--frequency-penalty", o->sampling.frequency_penalty)->capture_default_str();
-      app.add_option("--presence-penalty", o->sampling.presence_penalty)->capture_default_str();
-      app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+      add_sampling_options(app, &o->sampling);
       app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
       app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
       add_kv_type_option(app, o->kv_type);

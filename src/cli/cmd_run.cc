@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -19,23 +18,18 @@ struct RunOptions {
   std::string prompt;
   std::string prompt_file;
   int32_t n_predict = 256;
-  SamplingParams sampling;
-  int64_t seed = -1;
-  int32_t threads = 0;
-  int32_t ctx = 0;
-  std::string kv_type = "f16";
+  SamplingOptions sampling;
+  EngineOptions engine;
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
-  bool no_mmap = false;
-  SpecOptions spec;
-  WindowOptions window;
 };
 
 struct RunStats {
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> generated_ids;
   RequestTimings timings;
+  uint64_t seed = 0;
   FinishReason reason = FinishReason::kNone;
   std::string error;
   int32_t peak_blocks = 0;
@@ -67,7 +61,7 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
         {"finish_reason", finish_reason_name(s.reason)},
         {"speculative", {{"drafted", t.n_drafted}, {"accepted", t.n_accepted}, {"acceptance_rate", acceptance},
                          {"target_passes", t.n_passes}, {"tokens_per_pass", per_pass}}},
-        {"seed", o.sampling.seed},
+        {"seed", s.seed},
         {"prompt_ids", s.prompt_ids},
         {"generated_ids", s.generated_ids},
     };
@@ -97,29 +91,24 @@ int run(RunOptions o) {
     o.prompt = std::move(*text);
   }
   if (o.n_predict < 0) return fail(err("-n must be >= 0"));
-  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
-  auto model = Model::load(o.model, load_mode(o.no_mmap));
+  auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
   if (!model) return fail(model.error());
   const Tokenizer& tok = (*model)->tokenizer();
-  auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
-  if (!kv_type) return fail(kv_type.error());
 
   RunStats stats;
   stats.prompt_ids = tok.encode(o.prompt, !o.no_bos && tok.add_bos_default());
   EngineConfig config;
-  config.n_threads = o.threads;
-  config.ctx = o.ctx;
-  config.kv_type = *kv_type;
+  if (Status st = apply_engine_options(o.engine, **model, config); !st) return fail(st.error());
   config.scheduler.max_seqs = 1;
   config.scheduler.max_batch_tokens = std::max<int32_t>(512, static_cast<int32_t>(stats.prompt_ids.size()));
-  if (Status st = apply_window(o.window, **model, config); !st) return fail(st.error());
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
-  if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
+  if (Status st = enable_spec(engine, o.engine.spec, draft); !st) return fail(st.error());
 
   RequestParams params;
-  params.sampling = o.sampling;
+  params.sampling = o.sampling.resolved();
+  stats.seed = params.sampling.seed;
   params.max_tokens = o.n_predict;
   params.ignore_eos = o.ignore_eos;
 
@@ -154,26 +143,11 @@ const bool registered = register_command(
       app.add_option("-p,--prompt", o->prompt, "Prompt text");
       app.add_option("-f,--file", o->prompt_file, "Read the prompt from a file ('-' for stdin)");
       app.add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
-      app.add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
-      app.add_option("--top-k", o->sampling.top_k, "Top-k (0: off)")->capture_default_str();
-      app.add_option("--top-p", o->sampling.top_p, "Top-p (1: off)")->capture_default_str();
-      app.add_option("--min-p", o->sampling.min_p, "Min-p (0: off)")->capture_default_str();
-      app.add_option("--repeat-penalty", o->sampling.repeat_penalty, "Repetition penalty (1: off)")
-          ->capture_default_str();
-      app.add_option("--repeat-last-n", o->sampling.repeat_last_n, "Tokens the penalty looks back over")
-          ->capture_default_str();
-      app.add_option("--frequency-penalty", o->sampling.frequency_penalty)->capture_default_str();
-      app.add_option("--presence-penalty", o->sampling.presence_penalty)->capture_default_str();
-      app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
-      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
-      app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
-      add_kv_type_option(app, o->kv_type);
-      add_no_mmap_option(app, o->no_mmap);
+      add_sampling_options(app, &o->sampling);
+      add_engine_options(app, &o->engine);
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");
-      add_spec_options(app, &o->spec);
-      add_window_options(app, &o->window);
       return [o] { return run(*o); };
     });
 

@@ -22,17 +22,12 @@ struct ServeOptions {
   std::string chat_template;  // --chat-template NAME|FILE
   int32_t max_seqs = 16;
   int32_t max_batch_tokens = 512;
-  int32_t ctx = 0;
-  int32_t threads = 0;
   int32_t max_queue = 64;
   int32_t kv_blocks = 0;
   double kv_mem_mib = 0;
-  std::string kv_type = "f16";
   int read_timeout = 10;
   bool no_prefix_cache = false;
-  bool no_mmap = false;
-  SpecOptions spec;
-  WindowOptions window;
+  EngineOptions engine;
 };
 
 server::OpenAiServer* g_server = nullptr;
@@ -48,24 +43,19 @@ int serve(const ServeOptions& o) {
   if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
   if (o.kv_mem_mib < 0) return fail(err("--kv-mem must be >= 0"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
-  auto model = Model::load(o.model, load_mode(o.no_mmap));
+  auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
   if (!model) return fail(model.error());
-  auto kv_type = kv_type_option(o.kv_type, (*model)->kv_shape());
-  if (!kv_type) return fail(kv_type.error());
 
   EngineConfig config;
-  config.n_threads = o.threads;
-  config.ctx = o.ctx;
+  if (Status st = apply_engine_options(o.engine, **model, config); !st) return fail(st.error());
   config.n_kv_blocks = o.kv_blocks;
   config.kv_bytes = static_cast<size_t>(o.kv_mem_mib * 1024 * 1024);
-  config.kv_type = *kv_type;
   config.scheduler.max_seqs = o.max_seqs;
   config.scheduler.max_batch_tokens = o.max_batch_tokens;
   config.scheduler.prefix_caching = !o.no_prefix_cache;
-  if (Status st = apply_window(o.window, **model, config); !st) return fail(st.error());
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
-  if (Status st = enable_spec(engine, o.spec, draft); !st) return fail(st.error());
+  if (Status st = enable_spec(engine, o.engine.spec, draft); !st) return fail(st.error());
   EngineLoop loop(engine, o.max_seqs + o.max_queue);
 
   server::ServerConfig sc;
@@ -110,8 +100,6 @@ const bool registered = register_command(
       app.add_option("--chat-template", o->chat_template, chat_template_option_help());
       app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together")->capture_default_str();
       app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per engine step")->capture_default_str();
-      app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
-      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
       app.add_option("--max-queue", o->max_queue, "Requests waiting beyond --max-seqs before 503")
           ->capture_default_str();
       app.add_option("--kv-blocks", o->kv_blocks, "KV cache blocks of 16 tokens (0: max-seqs full contexts)")
@@ -119,13 +107,10 @@ const bool registered = register_command(
       app.add_option("--kv-mem", o->kv_mem_mib, "KV cache memory in MiB (0: from --kv-blocks); "
                      "a smaller --kv-type fits more tokens in it")
           ->capture_default_str();
-      add_kv_type_option(app, o->kv_type);
       app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
           ->capture_default_str();
-      add_no_mmap_option(app, o->no_mmap);
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
-      add_spec_options(app, &o->spec);
-      add_window_options(app, &o->window);
+      add_engine_options(app, &o->engine);
       return [o] { return serve(*o); };
     });
 

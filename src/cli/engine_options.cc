@@ -1,6 +1,45 @@
 #include "cli/engine_options.h"
 
+#include <random>
+
+#include "cli/common.h"
+
 namespace duet::cli {
+
+SamplingParams SamplingOptions::resolved() const {
+  SamplingParams p = params;
+  p.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+  return p;
+}
+
+void add_sampling_options(CLI::App& app, SamplingOptions* o) {
+  SamplingParams& s = o->params;
+  app.add_option("--temp", s.temperature, "Temperature (0: greedy)")->capture_default_str();
+  app.add_option("--top-k", s.top_k, "Top-k (0: off)")->capture_default_str();
+  app.add_option("--top-p", s.top_p, "Top-p (1: off)")->capture_default_str();
+  app.add_option("--min-p", s.min_p, "Min-p (0: off)")->capture_default_str();
+  app.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
+  app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over")->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty)->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty)->capture_default_str();
+  app.add_option("--seed", o->seed, "RNG seed (-1: random)")->capture_default_str();
+}
+
+void add_engine_options(CLI::App& app, EngineOptions* o) {
+  app.add_option("-t,--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+  app.add_option("-c,--ctx", o->ctx, "Context length (0: the model's)")->capture_default_str();
+  add_kv_type_option(app, o->kv_type);
+  add_no_mmap_option(app, o->no_mmap);
+  add_spec_options(app, &o->spec);
+  add_window_options(app, &o->window);
+}
+
+Status apply_engine_options(const EngineOptions& o, const Model& model, EngineConfig& config) {
+  DUET_ASSIGN(config.kv_type, kv_type_option(o.kv_type, model.kv_shape()));
+  config.n_threads = o.threads;
+  config.ctx = o.ctx;
+  return apply_window(o.window, model, config);
+}
 
 void add_spec_options(CLI::App& app, SpecOptions* o) {
   app.add_option("--draft", o->draft, "Draft model for speculative decoding (same vocabulary)");

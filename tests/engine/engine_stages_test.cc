@@ -8,16 +8,15 @@
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
 #include "engine/token_selector.h"
+#include "engine/stories_model.h"
 #include "test_util.h"
 
 namespace duet {
 namespace {
 
-std::unique_ptr<Model> load_stories() {
-  auto m = Model::load(testing::shared_path("models/stories260K/stories260K.gguf"));
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load;
+using testing::load_stories;
+using testing::stories_path;
 
 std::unique_ptr<Sequence> make_seq(std::vector<int32_t> tokens, RequestParams params = {}) {
   if (params.sampling.temperature != 0) params.sampling = SamplingParams::greedy();

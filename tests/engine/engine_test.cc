@@ -3,16 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/stories_model.h"
 #include "test_util.h"
 
 namespace duet {
 namespace {
 
-std::unique_ptr<Model> load_stories() {
-  auto m = Model::load(testing::shared_path("models/stories260K/stories260K.gguf"));
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load;
+using testing::load_stories;
+using testing::stories_path;
 
 struct Collected {
   std::vector<int32_t> tokens;

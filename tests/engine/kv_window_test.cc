@@ -8,18 +8,15 @@
 
 #include "engine/engine.h"
 #include "formats/llama_synth.h"
+#include "engine/stories_model.h"
 #include "test_util.h"
 
 namespace duet {
 namespace {
 
-std::string stories_path() { return testing::shared_path("models/stories260K/stories260K.gguf"); }
-
-std::unique_ptr<Model> load(const std::string& path) {
-  auto m = Model::load(path);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load;
+using testing::load_stories;
+using testing::stories_path;
 
 std::vector<int32_t> story_tokens(const Model& m, size_t n) {
   std::vector<int32_t> t = m.tokenizer().encode(

@@ -13,6 +13,7 @@
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
 #include "formats/quantize.h"
+#include "engine/stories_model.h"
 #include "test_util.h"
 
 namespace duet {
@@ -119,13 +120,9 @@ TEST(PromptLookup, ContinuesTheLatestLongestMatch) {
 
 // --- The engine ---------------------------------------------------------
 
-std::string stories_path() { return testing::shared_path("models/stories260K/stories260K.gguf"); }
-
-std::unique_ptr<Model> load(const std::string& path) {
-  auto m = Model::load(path);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(*m) : nullptr;
-}
+using testing::load;
+using testing::load_stories;
+using testing::stories_path;
 
 // A random-weight model with stories260K's vocabulary.
 std::string synth_with_stories_vocab(const testing::TempDir& dir, const std::string& name,
