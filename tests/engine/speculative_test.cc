@@ -300,7 +300,7 @@ TEST(SpeculativeEngine, RequestsOneAfterAnotherAllDraftAndFreeBothPools) {
   const auto prompts = story_prompts(*target);
   for (int i = 0; i < 3 * cfg.scheduler.max_seqs; ++i) {
     int32_t drafted = -1;
-    auto id = engine.submit(prompts[static_cast<size_t>(i) % prompts.size()], greedy_params(40),
+    auto id = engine.submit(prompts[static_cast<size_t>(i) % prompts.size()], greedy_params(100),
                             [&](const TokenEvent& ev) { if (ev.finished) drafted = ev.timings->n_drafted; });
     ASSERT_TRUE(id.ok());
     ASSERT_TRUE(engine.run_until_idle().ok());
