@@ -89,7 +89,7 @@ bool vector_f32_rows(const KernelSet& ks, const float* q, size_t q_stride, int32
                      int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale,
                      float* out, size_t out_stride) {
   const AttendRowsFn rows = ks.attend_f32_rows();
-  return kv.type == KvType::F32 && rows &&
+  return (kv.type == KvType::F32 || kv.type == KvType::F16) && rows &&
          rows(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale, out, out_stride);
 }
 

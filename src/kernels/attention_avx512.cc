@@ -1,4 +1,5 @@
-// AVX-512 attention over an f32 paged cache, for head dims that are whole
+// AVX-512 attention over an f32 or f16 paged cache (f16 rows are widened
+// once per block and tile, into the same f32 staging), for head dims that are whole
 // vectors (16, 32, ..., 128), for a tile of query rows (consecutive tokens of
 // one sequence, each with the n_group heads of one KV head). Per 16-key
 // block of the cache:
@@ -144,6 +145,27 @@ inline void add_values(float* const* outs, const float* const* p, const float* c
     for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[h] + c * 16, o[h][c]);
 }
 
+// The rows [first, last) of one block's K or V as f32 rows of D * 16, the
+// others zero (the transposes read all 16; no row outside is ever weighted).
+template <int D>
+const float* widen_rows(const uint8_t* block, KvType type, int first, int last, float* staged) {
+  constexpr int hd = D * 16;
+  const bool whole = first == 0 && last == kKeys;
+  if (type == KvType::F32 && whole) return reinterpret_cast<const float*>(block);
+  if (!whole) std::fill(staged, staged + kKeys * hd, 0.0f);
+  if (type == KvType::F32) {
+    std::memcpy(staged + first * hd, block + static_cast<size_t>(first) * hd * sizeof(float),
+                static_cast<size_t>(last - first) * hd * sizeof(float));
+    return staged;
+  }
+  const auto* h = reinterpret_cast<const uint16_t*>(block);
+  for (int j = first; j < last; ++j)
+    for (int c = 0; c < D; ++c)
+      _mm512_store_ps(staged + j * hd + c * 16,
+                      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j * hd + c * 16))));
+  return staged;
+}
+
 template <int D>
 void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, const PagedKv& kv,
                  const int32_t* begins, const int32_t* ends, float scale, float* out, size_t out_stride) {
@@ -165,19 +187,18 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
   std::fill(l, l + nq, 0.0f);
   const int32_t lo = *std::min_element(begins, begins + n_rows);
   const int32_t hi = *std::max_element(ends, ends + n_rows);
-  alignas(64) float staged[kKeys * hd];
+  alignas(64) float staged_k[kKeys * hd];
+  alignas(64) float staged_v[kKeys * hd];
   for (int32_t blk0 = lo / kKeys * kKeys; blk0 < hi; blk0 += kKeys) {
     const size_t block = static_cast<size_t>(kv.block_ids[blk0 / kKeys]);
-    const auto* k = reinterpret_cast<const float*>(kv.k_base + block * kv.block_stride);
-    const auto* v = reinterpret_cast<const float*>(kv.v_base + block * kv.block_stride);
     // Keys some row of the tile reads; the others are never loaded (they may
     // be another sequence's leftovers, or never written).
     const int first = std::max(lo, blk0) - blk0, last = std::min(hi, blk0 + kKeys) - blk0;
-    if (first > 0 || last < kKeys) {
-      std::fill(staged, staged + kKeys * hd, 0.0f);
-      std::memcpy(staged + first * hd, k + first * hd, static_cast<size_t>(last - first) * hd * sizeof(float));
-      k = staged;
-    }
+    const float* k = widen_rows<D>(kv.k_base + block * kv.block_stride, kv.type, first, last, staged_k);
+    // V rows outside [first, last) are never read: no zeroing needed.
+    const float* v = kv.type == KvType::F32
+                         ? reinterpret_cast<const float*>(kv.v_base + block * kv.block_stride)
+                         : widen_rows<D>(kv.v_base + block * kv.block_stride, kv.type, first, last, staged_v);
     transpose_keys<D>(k, kt);
     scores_any<D>(qs, nq, kt, scale, s);
     for (int r = 0; r < n_rows; ++r) {
@@ -206,6 +227,7 @@ bool attend_rows_f32_avx512(const float* q, size_t q_stride, int32_t n_rows, int
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride) {
   if (kv.block_tokens != kKeys || n_rows > kMaxAttnRows || n_group > kMaxAttnGroup) return false;
+  if (kv.type != KvType::F32 && kv.type != KvType::F16) return false;
   switch (head_dim) {
     case 16: attend_rows<1>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 32: attend_rows<2>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;

@@ -157,23 +157,26 @@ TEST(Attention, EveryKvTypeAtEveryLevelMatchesDouble) {
   }
 }
 
-TEST(Attention, F32LevelsDifferByRoundingOnly) {
-  // The AVX-512 f32 kernel sums in another order than the scalar loops (and
-  // uses its own exp): every level within float rounding of the scalar one,
-  // and attend_paged equal to the active level's bits.
+TEST(Attention, FloatCachesDifferByRoundingOnlyBetweenLevels) {
+  // The AVX-512 kernel (f32 and f16 caches) sums in another order than the
+  // scalar loops (and uses its own exp): every level within float rounding
+  // of the scalar one, and attend_paged equal to the active level's bits.
   const Case c(64, 4, 50, 99);
-  const KvCache cache = c.fill(KvType::F32);
-  std::vector<float> ref(static_cast<size_t>(4 * 64));
-  attend_paged_at(CpuLevel::kScalar, c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, ref.data());
-  for (CpuLevel level : testing::runnable_levels()) {
-    std::vector<float> out(ref.size());
-    attend_paged_at(level, c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, out.data());
-    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-6) << cpu_level_name(level);
+  for (KvType t : {KvType::F32, KvType::F16}) {
+    const KvCache cache = c.fill(t);
+    std::vector<float> ref(static_cast<size_t>(4 * 64));
+    attend_paged_at(CpuLevel::kScalar, c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, ref.data());
+    for (CpuLevel level : testing::runnable_levels()) {
+      std::vector<float> out(ref.size());
+      attend_paged_at(level, c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, out.data());
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(out[i], ref[i], 1e-6) << cpu_level_name(level) << " " << kv_type_name(t);
+    }
+    std::vector<float> active(ref.size()), dispatched(ref.size());
+    attend_paged_at(active_cpu_level(), c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, active.data());
+    attend_paged(c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, dispatched.data());
+    EXPECT_EQ(dispatched, active) << kv_type_name(t);
   }
-  std::vector<float> active(ref.size()), dispatched(ref.size());
-  attend_paged_at(active_cpu_level(), c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, active.data());
-  attend_paged(c.q.data(), 4, 64, c.view(cache), 0, 50, 0.125f, dispatched.data());
-  EXPECT_EQ(dispatched, active);
 }
 
 TEST(Attention, RowsEqualEachRowAloneBitForBit) {
