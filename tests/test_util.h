@@ -1,10 +1,16 @@
 // Paths and helpers shared by the C++ tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+
+#include "core/error.h"
 
 namespace duet::testing {
 
@@ -14,6 +20,17 @@ inline std::string shared_dir() {
 }
 inline std::string shared_path(const std::string& rel) { return shared_dir() + "/" + rel; }
 inline std::string duet_binary() { return DUET_BINARY; }
+// The small llama model most end-to-end tests run.
+inline std::string stories_gguf() { return shared_path("models/stories260K/stories260K.gguf"); }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 // A fresh directory under the system temp dir, removed when the object dies.
 class TempDir {
@@ -33,6 +50,14 @@ class TempDir {
   std::string path_;
 };
 
+// The message of a result that must be an error; "" and a test failure when
+// it is not.
+template <class T>
+std::string failure_message(const Result<T>& r) {
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.error().message;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
@@ -50,5 +75,8 @@ inline CommandResult run_command(const std::string& cmd) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
+
+// Runs the duet binary with `args` (a shell command line after "duet ").
+inline CommandResult run_duet(const std::string& args) { return run_command(duet_binary() + " " + args); }
 
 }  // namespace duet::testing

@@ -50,9 +50,6 @@ Result<std::string> chat_template_source(const std::string& option) {
 }
 
 Result<ChatTemplate> resolve_chat_template(const std::string& option, const Model& model) {
-  const Tokenizer& tok = model.tokenizer();
-  const std::string bos = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : "";
-  const std::string eos = tok.eos_id() >= 0 ? tok.token_text(tok.eos_id()) : "";
   std::string source;
   if (option.empty()) {
     if (!model.file().has("tokenizer.chat_template"))
@@ -62,7 +59,7 @@ Result<ChatTemplate> resolve_chat_template(const std::string& option, const Mode
   } else {
     DUET_ASSIGN(source, chat_template_source(option));
   }
-  return ChatTemplate::parse(source, bos, eos);
+  return ChatTemplate::parse_for(source, model.tokenizer());
 }
 
 }  // namespace duet::cli

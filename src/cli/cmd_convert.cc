@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/command.h"
 #include "formats/gguf.h"
@@ -52,6 +53,16 @@ Result<LlamaVocab> load_vocab(const std::string& path, bool spm) {
   return vocab_from_llama2c(t);
 }
 
+// One line on what was written, the same for every source.
+void print_written(const std::string& path, const ModelConfig& c, std::string_view source,
+                   std::string_view dtypes) {
+  std::printf("wrote %s: %s (%.*s), dim %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
+              "context %d, %.*s%s\n",
+              path.c_str(), c.arch.c_str(), static_cast<int>(source.size()), source.data(), c.dim,
+              c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.n_vocab, c.ctx_len,
+              static_cast<int>(dtypes.size()), dtypes.data(), c.tied_output ? ", tied output" : "");
+}
+
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 Status convert_hf(const ConvertArgs& a) {
@@ -68,14 +79,8 @@ Status convert_hf(const ConvertArgs& a) {
   DUET_ASSIGN(const std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(a.model));
   DUET_ASSIGN(const GgufWriter w, hf_to_gguf(*ck, dtype));
   DUET_TRY(w.write(a.output));
-  const HfConfig& c = ck->config();
-  std::printf("wrote %s: %s (%s), dim %lld, %lld layers, %lld heads (%lld kv, head_dim %lld), vocab %lld, %s\n",
-              a.output.c_str(), c.gguf_arch.c_str(), c.hf_architecture.c_str(),
-              static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_hidden_layers),
-              static_cast<long long>(c.num_attention_heads),
-              static_cast<long long>(c.num_key_value_heads), static_cast<long long>(c.head_dim),
-              static_cast<long long>(c.vocab_size),
-              dtype ? std::string(dtype_name(*dtype)).c_str() : "dtypes as stored");
+  print_written(a.output, ck->config().model, ck->config().hf_architecture,
+                dtype ? dtype_name(*dtype) : "dtypes as stored");
   return {};
 }
 
@@ -107,10 +112,7 @@ Status convert(const ConvertArgs& a) {
   DUET_ASSIGN(const Llama2cCheckpoint ck, read_llama2c_checkpoint(a.model));
   DUET_ASSIGN(const GgufWriter w, llama2c_gguf(ck, vocab, a.name.empty() ? stem(a.model) : a.name));
   DUET_TRY(w.write(a.output));
-  const Llama2cConfig& c = ck.config;
-  std::printf("wrote %s: llama, dim %d, %d layers, %d heads (%d kv), vocab %d, context %d, F32%s\n",
-              a.output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
-              c.shared_classifier ? ", tied output" : "");
+  print_written(a.output, ck.config, "llama2.c", "F32");
   return {};
 }
 

@@ -61,7 +61,7 @@ const bool registered = register_command(
       app.add_option("-p,--prompt", o->prompt, "Prompt text (tokenized, BOS as the vocabulary says)")
           ->excludes(tokens);
       app.add_option("-o,--output", o->out, "Output file")->required();
-      app.add_option("-t,--threads", o->threads, "Threads (0: all cores)");
+      add_threads_option(app, o->threads);
       return [o] { return run(*o); };
     });
 

@@ -141,7 +141,7 @@ const bool registered = register_command(
       app.add_option("-f,--file", a->file, "Text file ('-' for stdin)")->required();
       app.add_option("-c,--ctx", a->ctx, "Tokens per window (0: the model's context, at most the text)");
       app.add_option("--stride", a->stride, "Tokens between window starts (0: half the window)");
-      app.add_option("-t,--threads", a->threads, "Threads (0: all cores)");
+      add_threads_option(app, a->threads);
       add_kv_type_option(app, a->kv_type);
       app.add_flag("--json", a->json, "Print one JSON object");
       return [a] { return run(*a); };

@@ -1,5 +1,5 @@
 // duet quantize IN.gguf OUT.gguf TYPE: rewrites a model with its matrices in
-// TYPE under the per-tensor policy of formats/quantize.h, optionally weighting
+// TYPE under the per-tensor policy of quantize/policy.h, optionally weighting
 // the quantization error by activations measured on calibration text.
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
-#include "formats/quantize.h"
-#include "model/calibration.h"
+#include "quantize/quantize_gguf.h"
+#include "quantize/calibration.h"
 
 namespace duet::cli {
 namespace {
@@ -97,7 +97,7 @@ const bool registered = register_command(
                      "Text whose activations weight the quantization error per input channel");
       app.add_option("--calibrate-ctx", a->calibrate_ctx, "Tokens per calibration window")
           ->capture_default_str();
-      app.add_option("-t,--threads", a->threads, "Threads (0: all cores)");
+      add_threads_option(app, a->threads);
       return [a] { return run(*a); };
     });
 

@@ -14,8 +14,60 @@ struct SynthArgs {
   std::string dtype = "f32";
   uint64_t seed = 0;
   std::string out;
-  LlamaShape shape;  // explicit flags; each applied only when given
+  ModelConfig shape;  // explicit flags; each applied only when given
 };
+
+// A shape flag and the field it sets.
+template <class T>
+struct ShapeFlag {
+  const char* name;
+  T ModelConfig::*field;
+  const char* help;
+};
+
+constexpr ShapeFlag<int32_t> kIntFlags[] = {
+    {"--dim", &ModelConfig::dim, "embedding length"},
+    {"--ffn", &ModelConfig::ffn_dim, "feed-forward length"},
+    {"--layers", &ModelConfig::n_layers, "blocks"},
+    {"--heads", &ModelConfig::n_heads, "query heads"},
+    {"--kv-heads", &ModelConfig::n_kv_heads, "key/value heads (default with --heads: as many)"},
+    {"--head-dim", &ModelConfig::head_dim, "head dimension (default dim/heads)"},
+    {"--vocab-size", &ModelConfig::n_vocab, "vocabulary size"},
+    {"--ctx", &ModelConfig::ctx_len, "context length"},
+};
+constexpr ShapeFlag<float> kFloatFlags[] = {
+    {"--rope-base", &ModelConfig::rope_base, "RoPE frequency base"},
+    {"--rms-eps", &ModelConfig::rms_eps, "RMSNorm epsilon"},
+};
+
+// The preset (or a custom shape's defaults) with the flags given on top.
+Result<ModelConfig> requested_shape(const SynthArgs& a, const CLI::App& app) {
+  // A custom shape need not name every field.
+  ModelConfig shape{.name = "synth-custom", .ctx_len = 2048};
+  if (!a.like.empty()) {
+    DUET_ASSIGN(shape, llama_preset(a.like));
+  }
+  const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  for (const auto& f : kIntFlags)
+    if (given(f.name)) shape.*f.field = a.shape.*f.field;
+  for (const auto& f : kFloatFlags)
+    if (given(f.name)) shape.*f.field = a.shape.*f.field;
+  if (given("--tied")) shape.tied_output = true;
+  if (given("--heads") && !given("--kv-heads")) shape.n_kv_heads = a.shape.n_heads;  // no GQA
+  // --vocab supplies the size; --vocab-size then only has to agree with it.
+  if (!a.vocab.empty() && !given("--vocab-size")) shape.n_vocab = 0;
+  return shape;
+}
+
+int run(const SynthArgs& a, const CLI::App& app) {
+  auto shape = requested_shape(a, app);
+  if (!shape) return fail(shape.error());
+  auto dtype = parse_dtype(a.dtype);
+  if (!dtype) return fail(dtype.error());
+  const SynthOptions opt{.shape = *shape, .dtype = *dtype, .seed = a.seed, .vocab_from = a.vocab};
+  if (Status st = synth_llama(opt, a.out); !st) return fail(st.error());
+  return 0;
+}
 
 const bool registered = register_command(
     "synth", "write a random-weight llama model of a real or custom shape", [](CLI::App& app) {
@@ -25,52 +77,10 @@ const bool registered = register_command(
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");
       app.add_option("--seed", a->seed, "random seed");
       app.add_option("-o,--output", a->out, "output GGUF")->required();
-      LlamaShape& s = a->shape;
-      CLI::Option* dim = app.add_option("--dim", s.dim, "embedding length");
-      CLI::Option* ffn = app.add_option("--ffn", s.ffn, "feed-forward length");
-      CLI::Option* layers = app.add_option("--layers", s.layers, "blocks");
-      CLI::Option* heads = app.add_option("--heads", s.heads, "query heads");
-      CLI::Option* kv = app.add_option("--kv-heads", s.kv_heads, "key/value heads (default with --heads: as many)");
-      CLI::Option* hd = app.add_option("--head-dim", s.head_dim, "head dimension (default dim/heads)");
-      CLI::Option* vs = app.add_option("--vocab-size", s.vocab_size, "vocabulary size");
-      CLI::Option* ctx = app.add_option("--ctx", s.ctx, "context length");
-      CLI::Option* rope = app.add_option("--rope-base", s.rope_base, "RoPE frequency base");
-      CLI::Option* eps = app.add_option("--rms-eps", s.rms_eps, "RMSNorm epsilon");
-      CLI::Option* tied = app.add_flag("--tied", s.tied, "share the output head with the embedding");
-      return [=]() -> int {
-        LlamaShape shape;
-        std::string name = "synth-custom";
-        if (!a->like.empty()) {
-          auto preset = llama_preset(a->like);
-          if (!preset) return fail(preset.error());
-          shape = *preset;
-          name = "synth-" + a->like;
-        } else {
-          shape.ctx = 2048;  // a custom shape need not name every field
-        }
-        const LlamaShape& g = a->shape;
-        if (*dim) shape.dim = g.dim;
-        if (*ffn) shape.ffn = g.ffn;
-        if (*layers) shape.layers = g.layers;
-        if (*heads) shape.heads = g.heads;
-        if (*kv) shape.kv_heads = g.kv_heads;
-        else if (*heads) shape.kv_heads = g.heads;  // --heads alone means no GQA
-        if (*hd) shape.head_dim = g.head_dim;
-        if (*ctx) shape.ctx = g.ctx;
-        if (*rope) shape.rope_base = g.rope_base;
-        if (*eps) shape.rms_eps = g.rms_eps;
-        if (*tied) shape.tied = g.tied;
-        // --vocab supplies the size; --vocab-size then only has to agree with it.
-        if (*vs) shape.vocab_size = g.vocab_size;
-        else if (!a->vocab.empty()) shape.vocab_size = 0;
-
-        auto dtype = parse_dtype(a->dtype);
-        if (!dtype) return fail(dtype.error());
-        SynthOptions opt{.name = name, .shape = shape, .dtype = *dtype, .seed = a->seed,
-                         .vocab_from = a->vocab};
-        if (Status st = synth_llama(opt, a->out); !st) return fail(st.error());
-        return 0;
-      };
+      for (const auto& f : kIntFlags) app.add_option(f.name, a->shape.*f.field, f.help);
+      for (const auto& f : kFloatFlags) app.add_option(f.name, a->shape.*f.field, f.help);
+      app.add_flag("--tied", a->shape.tied_output, "share the output head with the embedding");
+      return [a, &app] { return run(*a, app); };
     });
 
 }  // namespace

@@ -54,6 +54,10 @@ Result<std::vector<int32_t>> parse_token_ids(const std::string& text) {
   return ids;
 }
 
+void add_threads_option(CLI::App& app, int32_t& threads) {
+  app.add_option("-t,--threads", threads, "Threads (0: all cores)");
+}
+
 void add_no_mmap_option(CLI::App& app, bool& no_mmap) {
   app.add_flag("--no-mmap", no_mmap,
                "Read the model into memory (transparent huge pages) instead of mapping it");

@@ -25,6 +25,9 @@ Result<KvType> kv_type_option(const std::string& name, const KvShape& shape);
 // Adds --kv-type to a subcommand, stored in `name` (its default is the caller's).
 void add_kv_type_option(CLI::App& app, std::string& name);
 
+// Adds -t/--threads to a subcommand: the thread pool's size (0: all cores).
+void add_threads_option(CLI::App& app, int32_t& threads);
+
 // Adds --no-mmap to a subcommand: read the model into huge-page memory
 // instead of mapping it (faster decode of large float models, slower start).
 void add_no_mmap_option(CLI::App& app, bool& no_mmap);

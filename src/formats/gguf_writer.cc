@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/keyed_list.h"
 #include "formats/checked_math.h"
 #include "formats/gguf.h"
 
@@ -93,15 +94,7 @@ struct FileCloser {
 
 }  // namespace
 
-void GgufWriter::set(const std::string& key, GgufValue value) {
-  for (auto& [k, v] : kv_) {
-    if (k == key) {
-      v = std::move(value);
-      return;
-    }
-  }
-  kv_.emplace_back(key, std::move(value));
-}
+void GgufWriter::set(const std::string& key, GgufValue value) { set_keyed(kv_, key, std::move(value)); }
 
 Status GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<int64_t> ne,
                               const void* data, size_t nbytes) {

@@ -21,7 +21,7 @@ const json* field(const json& j, const char* key) {
 }
 
 Status read_int(const json& j, const char* key, const std::string& src, int64_t lo, int64_t hi,
-                int64_t* out, bool required) {
+                int32_t* out, bool required) {
   const json* v = field(j, key);
   if (!v) {
     if (required) return err(src, ": missing \"", key, "\"");
@@ -30,16 +30,18 @@ Status read_int(const json& j, const char* key, const std::string& src, int64_t 
   if (!v->is_number_integer()) return err(src, ": \"", key, "\" must be an integer, not ", v->dump());
   const int64_t x = v->get<int64_t>();
   if (x < lo || x > hi) return err(src, ": \"", key, "\" = ", x, " is out of range (", lo, "..", hi, ")");
-  *out = x;
+  *out = static_cast<int32_t>(x);
   return {};
 }
 
-Status read_float(const json& j, const char* key, const std::string& src, double* out) {
+template <class Float>
+Status read_float(const json& j, const char* key, const std::string& src, Float* out) {
   const json* v = field(j, key);
   if (!v) return {};
   if (!v->is_number()) return err(src, ": \"", key, "\" must be a number, not ", v->dump());
-  *out = v->get<double>();
-  if (!std::isfinite(*out)) return err(src, ": \"", key, "\" is not finite");
+  const double x = v->get<double>();
+  if (!std::isfinite(x)) return err(src, ": \"", key, "\" is not finite");
+  *out = static_cast<Float>(x);
   return {};
 }
 
@@ -107,62 +109,66 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (c.hf_architecture != "LlamaForCausalLM" && !mistral && !qwen2)
     return err(src, ": architecture ", c.hf_architecture,
                " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
-  c.gguf_arch = qwen2 ? "qwen2" : "llama";
+  c.model.arch = qwen2 ? "qwen2" : "llama";
+  c.model.rms_eps = 1e-6f;  // the transformers classes' default, not GGUF's
 
   if (const json* act = field(j, "hidden_act"); act && *act != "silu")
     return err(src, ": hidden_act ", act->dump(), " is not supported (silu only)");
-  DUET_TRY(read_int(j, "vocab_size", src, 1, 1 << 24, &c.vocab_size, true));
-  DUET_TRY(read_int(j, "hidden_size", src, 1, kMaxDim, &c.hidden_size, true));
-  DUET_TRY(read_int(j, "intermediate_size", src, 1, 8 * kMaxDim, &c.intermediate_size, true));
-  DUET_TRY(read_int(j, "num_hidden_layers", src, 1, 4096, &c.num_hidden_layers, true));
-  DUET_TRY(read_int(j, "num_attention_heads", src, 1, kMaxDim, &c.num_attention_heads, true));
-  c.num_key_value_heads = c.num_attention_heads;
-  DUET_TRY(read_int(j, "num_key_value_heads", src, 1, kMaxDim, &c.num_key_value_heads, false));
-  if (c.num_attention_heads % c.num_key_value_heads != 0)
-    return err(src, ": num_attention_heads ", c.num_attention_heads,
-               " is not a multiple of num_key_value_heads ", c.num_key_value_heads);
-  if (!field(j, "head_dim") && c.hidden_size % c.num_attention_heads != 0)
-    return err(src, ": hidden_size ", c.hidden_size, " does not divide into ",
-               c.num_attention_heads, " heads and head_dim is not given");
-  c.head_dim = c.hidden_size / c.num_attention_heads;
-  DUET_TRY(read_int(j, "head_dim", src, 2, kMaxDim, &c.head_dim, false));
-  if (c.head_dim % 2 != 0) return err(src, ": head_dim ", c.head_dim, " must be even for RoPE");
-  c.max_position_embeddings = 2048;
-  DUET_TRY(read_int(j, "max_position_embeddings", src, 1, 1 << 24, &c.max_position_embeddings, false));
-  DUET_TRY(read_float(j, "rope_theta", src, &c.rope_theta));
-  DUET_TRY(read_float(j, "rms_norm_eps", src, &c.rms_norm_eps));
-  if (!(c.rope_theta > 1.0) || !(c.rms_norm_eps > 0 && c.rms_norm_eps < 1))
-    return err(src, ": rope_theta ", c.rope_theta, " or rms_norm_eps ", c.rms_norm_eps,
+  DUET_TRY(read_int(j, "vocab_size", src, 1, 1 << 24, &c.model.n_vocab, true));
+  DUET_TRY(read_int(j, "hidden_size", src, 1, kMaxDim, &c.model.dim, true));
+  DUET_TRY(read_int(j, "intermediate_size", src, 1, 8 * kMaxDim, &c.model.ffn_dim, true));
+  DUET_TRY(read_int(j, "num_hidden_layers", src, 1, 4096, &c.model.n_layers, true));
+  DUET_TRY(read_int(j, "num_attention_heads", src, 1, kMaxDim, &c.model.n_heads, true));
+  c.model.n_kv_heads = c.model.n_heads;
+  DUET_TRY(read_int(j, "num_key_value_heads", src, 1, kMaxDim, &c.model.n_kv_heads, false));
+  if (c.model.n_heads % c.model.n_kv_heads != 0)
+    return err(src, ": num_attention_heads ", c.model.n_heads,
+               " is not a multiple of num_key_value_heads ", c.model.n_kv_heads);
+  if (!field(j, "head_dim") && c.model.dim % c.model.n_heads != 0)
+    return err(src, ": hidden_size ", c.model.dim, " does not divide into ",
+               c.model.n_heads, " heads and head_dim is not given");
+  c.model.head_dim = c.model.dim / c.model.n_heads;
+  DUET_TRY(read_int(j, "head_dim", src, 2, kMaxDim, &c.model.head_dim, false));
+  if (c.model.head_dim % 2 != 0) return err(src, ": head_dim ", c.model.head_dim, " must be even for RoPE");
+  c.model.ctx_len = 2048;
+  DUET_TRY(read_int(j, "max_position_embeddings", src, 1, 1 << 24, &c.model.ctx_len, false));
+  DUET_TRY(read_float(j, "rope_theta", src, &c.model.rope_base));
+  DUET_TRY(read_float(j, "rms_norm_eps", src, &c.model.rms_eps));
+  if (!(c.model.rope_base > 1.0) || !(c.model.rms_eps > 0 && c.model.rms_eps < 1))
+    return err(src, ": rope_theta ", c.model.rope_base, " or rms_norm_eps ", c.model.rms_eps,
                " out of range");
-  DUET_TRY(read_bool(j, "tie_word_embeddings", src, &c.tie_word_embeddings));
-  c.qkv_bias = qwen2;
-  if (!qwen2) DUET_TRY(read_bool(j, "attention_bias", src, &c.qkv_bias));
+  DUET_TRY(read_bool(j, "tie_word_embeddings", src, &c.model.tied_output));
+  c.model.qkv_bias = qwen2;
+  if (!qwen2) DUET_TRY(read_bool(j, "attention_bias", src, &c.model.qkv_bias));
   bool mlp_bias = false;
   DUET_TRY(read_bool(j, "mlp_bias", src, &mlp_bias));
   if (mlp_bias) return err(src, ": mlp_bias is not supported");
   DUET_TRY(read_rope_scaling(j, src, &c.rope_scaling));
+  if (c.rope_scaling.type == "linear") c.model.rope_linear_factor = static_cast<float>(c.rope_scaling.factor);
+  c.model.rope_dim = c.model.head_dim;
+  c.model.rope_layout = qwen2 ? RopeLayout::kNeox : RopeLayout::kNormal;
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
 
   if (mistral) {
-    c.sliding_window = 4096;  // MistralConfig's default; null turns it off
+    c.model.sliding_window = 4096;  // MistralConfig's default; null turns it off
     const auto it = j.find("sliding_window");
-    if (it != j.end() && it->is_null()) c.sliding_window = 0;
-    DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.sliding_window, false));
+    if (it != j.end() && it->is_null()) c.model.sliding_window = 0;
+    DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
   } else if (qwen2) {
     // Qwen2 slides only from layer max_window_layers on; duet's window is
     // model-wide, so a window over some layers but not others is refused.
     bool use = false;
     DUET_TRY(read_bool(j, "use_sliding_window", src, &use));
     if (use) {
-      int64_t window = 4096, from_layer = 28;
+      int32_t window = 4096, from_layer = 28;
       DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &window, false));
       DUET_TRY(read_int(j, "max_window_layers", src, 0, 4096, &from_layer, false));
       if (from_layer == 0)
-        c.sliding_window = window;
-      else if (from_layer < c.num_hidden_layers)
+        c.model.sliding_window = window;
+      else if (from_layer < c.model.n_layers)
         return err(src, ": a sliding window over layers ", from_layer, "..",
-                   c.num_hidden_layers - 1, " only (max_window_layers) is not supported");
+                   c.model.n_layers - 1, " only (max_window_layers) is not supported");
     }
   }
   return c;
@@ -181,10 +187,10 @@ std::vector<float> llama3_rope_divisors(const HfConfig& c) {
   const double old_ctx = static_cast<double>(s.original_max_position_embeddings);
   const double low_freq_wavelen = old_ctx / s.low_freq_factor;
   const double high_freq_wavelen = old_ctx / s.high_freq_factor;
-  const int64_t half = c.head_dim / 2;
+  const int64_t half = c.model.head_dim / 2;
   std::vector<float> div(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
-    const double freq = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / c.head_dim);
+    const double freq = std::pow(c.model.rope_base, -2.0 * static_cast<double>(i) / c.model.head_dim);
     const double wavelen = 2.0 * M_PI / freq;
     double d = 1.0;
     if (wavelen > low_freq_wavelen) {

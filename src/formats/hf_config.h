@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "formats/model_config.h"
 
 namespace duet {
 
@@ -18,31 +19,22 @@ struct HfRopeScaling {
   // llama3 only.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 8192;
+  int32_t original_max_position_embeddings = 8192;
 };
 
 struct HfConfig {
   std::string hf_architecture;  // "LlamaForCausalLM", ...
-  std::string gguf_arch;        // "llama" (Llama, Mistral) or "qwen2"
-  int64_t vocab_size = 0;
-  int64_t hidden_size = 0;
-  int64_t intermediate_size = 0;
-  int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;
-  int64_t head_dim = 0;                  // hidden_size / heads unless given
-  int64_t max_position_embeddings = 0;
-  double rope_theta = 10000.0;
-  double rms_norm_eps = 1e-6;
-  bool tie_word_embeddings = false;
-  bool qkv_bias = false;                 // Qwen2 always; Llama's attention_bias
-  int64_t sliding_window = 0;            // 0: full causal attention
+  // arch "llama" (Llama, Mistral) or "qwen2"; head_dim hidden_size / heads
+  // unless given; sliding_window 0 for full causal attention; qkv_bias for
+  // Qwen2 always, for Llama as attention_bias says; a linear rope_scaling's
+  // factor as rope_linear_factor.
+  ModelConfig model;
   HfRopeScaling rope_scaling;
   int64_t bos_token_id = -1;             // -1: not given
   int64_t eos_token_id = -1;             // the first when config.json lists several
   // HF's rotate-half RoPE pairs (i, i + d/2); llama-arch GGUF pairs (2i, 2i+1),
   // so Q/K rows are permuted on import. Qwen2's GGUF keeps the NeoX pairing.
-  bool permute_qk() const { return gguf_arch == "llama"; }
+  bool permute_qk() const { return model.arch == "llama"; }
 };
 
 // `source` names the file in errors.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/half.h"
+#include "formats/file_type.h"
 #include "formats/hf_tokenizer_import.h"
 #include "formats/llama_import.h"
 #include "formats/llama_names.h"
@@ -17,15 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace n = gguf_names;
-
-// llama.cpp's general.file_type values for all-F32 / mostly-F16 / mostly-BF16 files.
-uint32_t file_type_of(DType t) {
-  switch (t) {
-    case DType::F16: return 1;
-    case DType::BF16: return 32;
-    default: return 0;
-  }
-}
 
 float load_elem(const uint8_t* p, DType t) {
   if (t == DType::F32) {
@@ -83,8 +75,9 @@ Result<std::shared_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir)
 
 Status HfCheckpoint::plan_tensors() {
   const HfConfig& c = config_;
-  const int64_t q_dim = c.num_attention_heads * c.head_dim;
-  const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  const ModelConfig& m = c.model;
+  const int64_t q_dim = int64_t{m.n_heads} * m.head_dim;
+  const int64_t kv_dim = int64_t{m.n_kv_heads} * m.head_dim;
   std::set<std::string> used;
   // shape is HF's [out, in] (or [n] for vectors).
   auto add = [&](const std::string& hf_name, std::string gguf_name, std::vector<int64_t> shape,
@@ -103,30 +96,29 @@ Status HfCheckpoint::plan_tensors() {
     return {};
   };
 
-  DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {c.vocab_size, c.hidden_size}, 0));
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+  DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {m.n_vocab, m.dim}, 0));
+  for (int64_t l = 0; l < m.n_layers; ++l) {
     const std::string p = layer_prefix(l);
     const int b = static_cast<int>(l);
-    const auto heads = static_cast<int32_t>(c.num_attention_heads);
-    const auto kv_heads = static_cast<int32_t>(c.num_key_value_heads);
-    DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {c.hidden_size}, 0));
-    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, c.hidden_size}, heads));
-    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, c.hidden_size}, kv_heads));
-    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, c.hidden_size}, 0));
-    if (c.qkv_bias) {
+    const int32_t heads = m.n_heads, kv_heads = m.n_kv_heads;
+    DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0));
+    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, heads));
+    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, m.dim}, kv_heads));
+    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, m.dim}, 0));
+    if (m.qkv_bias) {
       DUET_TRY(add(p + "self_attn.q_proj.bias", n::blk_bias(b, n::kAttnQ), {q_dim}, heads));
       DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, kv_heads));
       DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0));
     }
-    DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {c.hidden_size, q_dim}, 0));
-    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {c.hidden_size}, 0));
-    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {c.intermediate_size, c.hidden_size}, 0));
-    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {c.intermediate_size, c.hidden_size}, 0));
-    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {c.hidden_size, c.intermediate_size}, 0));
+    DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, q_dim}, 0));
+    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0));
+    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {m.ffn_dim, m.dim}, 0));
+    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {m.ffn_dim, m.dim}, 0));
+    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0));
   }
-  DUET_TRY(add("model.norm.weight", n::kOutputNorm, {c.hidden_size}, 0));
+  DUET_TRY(add("model.norm.weight", n::kOutputNorm, {m.dim}, 0));
   // Tied: transformers ignores a stored lm_head; GGUF says so by omitting output.weight.
-  if (!c.tie_word_embeddings) DUET_TRY(add("lm_head.weight", n::kOutput, {c.vocab_size, c.hidden_size}, 0));
+  if (!m.tied_output) DUET_TRY(add("lm_head.weight", n::kOutput, {m.n_vocab, m.dim}, 0));
   if (c.rope_scaling.type == "llama3") {
     rope_freqs_ = llama3_rope_divisors(c);
     plans_.push_back({n::kRopeFreqs, nullptr, 0});
@@ -136,41 +128,21 @@ Status HfCheckpoint::plan_tensors() {
     if (used.count(t->name)) continue;
     const bool old_rope_cache = t->name.size() > 20 &&
                                 t->name.compare(t->name.size() - 20, 20, "rotary_emb.inv_freq") == 0;
-    const bool tied_head = c.tie_word_embeddings && t->name == "lm_head.weight";
+    const bool tied_head = m.tied_output && t->name == "lm_head.weight";
     if (!old_rope_cache && !tied_head)
       return err(dir_, ": unexpected tensor ", t->name, " for ", c.hf_architecture, " with ",
-                 c.num_hidden_layers, " layers", c.qkv_bias ? "" : " and no attention bias");
+                 m.n_layers, " layers", m.qkv_bias ? "" : " and no attention bias");
   }
   return {};
 }
 
 Status HfCheckpoint::set_metadata() {
   const HfConfig& c = config_;
-  const std::string& a = c.gguf_arch;
   GgufWriter w;
   const std::string name = fs::path(dir_).lexically_normal().filename().string();
-  w.set(n::kArchitecture, GgufValue::of_string(a));
-  w.set(n::kName, GgufValue::of_string(name.empty() ? "model" : name));
-  auto u32 = [](int64_t x) { return GgufValue::of_u32(static_cast<uint32_t>(x)); };
-  w.set(n::key(a, n::kContextLength), u32(c.max_position_embeddings));
-  w.set(n::key(a, n::kEmbeddingLength), u32(c.hidden_size));
-  w.set(n::key(a, n::kBlockCount), u32(c.num_hidden_layers));
-  w.set(n::key(a, n::kFeedForwardLength), u32(c.intermediate_size));
-  w.set(n::key(a, n::kHeadCount), u32(c.num_attention_heads));
-  w.set(n::key(a, n::kHeadCountKv), u32(c.num_key_value_heads));
-  if (c.head_dim * c.num_attention_heads != c.hidden_size) {
-    w.set(n::key(a, n::kKeyLength), u32(c.head_dim));
-    w.set(n::key(a, n::kValueLength), u32(c.head_dim));
-  }
-  w.set(n::key(a, n::kRopeDimCount), u32(c.head_dim));
-  w.set(n::key(a, n::kRopeFreqBase), GgufValue::of_f32(static_cast<float>(c.rope_theta)));
-  w.set(n::key(a, n::kRmsEps), GgufValue::of_f32(static_cast<float>(c.rms_norm_eps)));
-  w.set(n::key(a, n::kVocabSize), u32(c.vocab_size));
-  if (c.rope_scaling.type == "linear") {
-    w.set(n::key(a, n::kRopeScalingType), GgufValue::of_string("linear"));
-    w.set(n::key(a, n::kRopeScalingFactor), GgufValue::of_f32(static_cast<float>(c.rope_scaling.factor)));
-  }
-  if (c.sliding_window > 0) w.set(n::key(a, n::kSlidingWindow), u32(c.sliding_window));
+  ModelConfig named = c.model;
+  named.name = name.empty() ? "model" : name;
+  write_model_config(w, named);
 
   const fs::path spm = fs::path(dir_) / "tokenizer.model";
   const fs::path json = fs::path(dir_) / "tokenizer.json";
@@ -191,9 +163,9 @@ Status HfCheckpoint::set_metadata() {
   const GgufValue* tokens = nullptr;
   for (const auto& [key, value] : w.metadata())
     if (key == n::kTokTokens) tokens = &value;
-  if (tokens && static_cast<int64_t>(tokens->items.size()) > c.vocab_size)
+  if (tokens && static_cast<int64_t>(tokens->items.size()) > c.model.n_vocab)
     return err(dir_, ": the tokenizer has ", tokens->items.size(),
-               " tokens but config.json's vocab_size is ", c.vocab_size);
+               " tokens but config.json's vocab_size is ", c.model.n_vocab);
   metadata_ = w.metadata();
   return {};
 }
@@ -241,7 +213,10 @@ Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
 Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype) {
   GgufWriter w;
   for (const auto& [key, value] : ck.metadata()) w.set(key, value);
-  if (dtype) w.set(n::kFileType, GgufValue::of_u32(file_type_of(*dtype)));
+  if (dtype) {
+    DUET_ASSIGN(const uint32_t file_type, llama_file_type(*dtype));
+    w.set(n::kFileType, GgufValue::of_u32(file_type));
+  }
   std::vector<uint8_t> buffer;
   for (size_t i = 0; i < ck.n_tensors(); ++i) {
     DUET_ASSIGN(const TensorView t, ck.tensor(i, dtype, buffer));

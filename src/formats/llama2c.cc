@@ -34,11 +34,11 @@ Result<uint64_t> product(std::initializer_list<int64_t> dims, const std::string&
   return n;
 }
 
-Status validate(const Llama2cConfig& c, const std::string& path) {
+Status validate(const ModelConfig& c, const std::string& path) {
   const std::pair<const char*, int32_t> fields[] = {
-      {"dim", c.dim},           {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
-      {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads}, {"vocab_size", c.vocab_size},
-      {"seq_len", c.seq_len},
+      {"dim", c.dim},           {"hidden_dim", c.ffn_dim},    {"n_layers", c.n_layers},
+      {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads}, {"vocab_size", c.n_vocab},
+      {"seq_len", c.ctx_len},
   };
   for (const auto& [name, v] : fields)
     if (v <= 0) return err(path, ": llama2.c header field ", name, " = ", v, " (must be positive)");
@@ -47,9 +47,17 @@ Status validate(const Llama2cConfig& c, const std::string& path) {
   if (c.n_heads % c.n_kv_heads != 0)
     return err(path, ": llama2.c header: n_heads ", c.n_heads,
                " is not a multiple of n_kv_heads ", c.n_kv_heads);
-  if (c.head_size() % 2 != 0)
-    return err(path, ": llama2.c header: head size ", c.head_size(), " is odd (RoPE needs pairs)");
+  if (c.head_dim % 2 != 0)
+    return err(path, ": llama2.c header: head size ", c.head_dim, " is odd (RoPE needs pairs)");
   return {};
+}
+
+// The seven header fields in file order, as hyper-parameters.
+ModelConfig config_from_header(const int32_t (&p)[7], bool shared_classifier) {
+  ModelConfig c{.n_vocab = p[5], .dim = p[0], .n_layers = p[2], .n_heads = p[3], .n_kv_heads = p[4],
+                .ffn_dim = p[1], .ctx_len = p[6], .tied_output = shared_classifier};
+  if (c.n_heads > 0) c.head_dim = c.rope_dim = c.dim / c.n_heads;
+  return c;
 }
 
 // Walks the file in order, handing out weights; all bounds were checked by
@@ -90,17 +98,18 @@ class Cursor {
 };
 
 // Bytes the tensors take after the header, or an error if that overflows.
-Result<uint64_t> payload_bytes(const Llama2cConfig& c, const std::string& path) {
-  const int64_t L = c.n_layers, d = c.dim, h = c.hidden_dim, v = c.vocab_size;
-  const int64_t qd = static_cast<int64_t>(c.n_heads) * c.head_size(), kvd = c.kv_dim();
+Result<uint64_t> payload_bytes(const Llama2cCheckpoint& ck, const std::string& path) {
+  const ModelConfig& c = ck.config;
+  const int64_t L = c.n_layers, d = c.dim, h = c.ffn_dim, v = c.n_vocab;
+  const int64_t qd = c.q_dim(), kvd = c.kv_dim();
   DUET_ASSIGN(const uint64_t embed, product({v, d}, path));
   DUET_ASSIGN(const uint64_t norms, product({2 * L + 1, d}, path));
   DUET_ASSIGN(const uint64_t wq, product({L, qd, d}, path));
   DUET_ASSIGN(const uint64_t wkv, product({2 * L, kvd, d}, path));
   DUET_ASSIGN(const uint64_t wo, product({L, d, qd}, path));
   DUET_ASSIGN(const uint64_t ffn, product({3 * L, h, d}, path));
-  DUET_ASSIGN(const uint64_t freq, product({c.seq_len, c.head_size()}, path));
-  const uint64_t cls = c.shared_classifier ? 0 : embed;
+  DUET_ASSIGN(const uint64_t freq, product({c.ctx_len, c.head_dim}, path));
+  const uint64_t cls = c.tied_output ? 0 : embed;
   const uint64_t matrices[] = {embed, wq, wkv, wo, ffn, cls};
 
   uint64_t total = 0;
@@ -110,25 +119,26 @@ Result<uint64_t> payload_bytes(const Llama2cConfig& c, const std::string& path) 
     return true;
   };
   bool ok = add(norms, 4);
-  if (c.version == 2) {
+  if (ck.version == 2) {
     // Every matrix is int8 plus a fp32 scale per group.
-    for (uint64_t m : matrices) ok = ok && add(m, 1) && add(m / static_cast<uint64_t>(c.group_size), 4);
+    for (uint64_t m : matrices) ok = ok && add(m, 1) && add(m / static_cast<uint64_t>(ck.group_size), 4);
   } else {
     for (uint64_t m : matrices) ok = ok && add(m, 4);
-    if (c.version == 0) ok = ok && add(freq, 4);  // freq_cis real + imag, seq_len*head_size/2 each
+    if (ck.version == 0) ok = ok && add(freq, 4);  // freq_cis real + imag, seq_len*head_size/2 each
   }
   if (!ok) return err(path, ": llama2.c header describes a model too large to exist");
   return total;
 }
 
-Status check_group_size(const Llama2cConfig& c, const std::string& path) {
-  if (c.group_size <= 0)
-    return err(path, ": llama2.c version 2 group_size = ", c.group_size, " (must be positive)");
+Status check_group_size(const Llama2cCheckpoint& ck, const std::string& path) {
+  const ModelConfig& c = ck.config;
+  if (ck.group_size <= 0)
+    return err(path, ": llama2.c version 2 group_size = ", ck.group_size, " (must be positive)");
   // Each matrix is quantized whole, so its size must divide into groups; the
   // row lengths dim and hidden_dim are what every matrix size is made of.
-  const int64_t g = c.group_size;
-  const int64_t sizes[] = {int64_t{c.vocab_size} * c.dim, int64_t{c.dim} * c.dim,
-                           int64_t{c.kv_dim()} * c.dim, int64_t{c.hidden_dim} * c.dim};
+  const int64_t g = ck.group_size;
+  const int64_t sizes[] = {int64_t{c.n_vocab} * c.dim, int64_t{c.dim} * c.dim,
+                           int64_t{c.kv_dim()} * c.dim, int64_t{c.ffn_dim} * c.dim};
   for (int64_t s : sizes)
     if (s % g != 0)
       return err(path, ": llama2.c version 2 group_size ", g,
@@ -137,9 +147,9 @@ Status check_group_size(const Llama2cConfig& c, const std::string& path) {
 }
 
 void bind_legacy(Llama2cCheckpoint& ck, Cursor& cur) {
-  const Llama2cConfig& c = ck.config;
-  const int64_t d = c.dim, h = c.hidden_dim, qd = int64_t{c.n_heads} * c.head_size(), kvd = c.kv_dim();
-  ck.token_embedding = cur.fp32({c.vocab_size, d});
+  const ModelConfig& c = ck.config;
+  const int64_t d = c.dim, h = c.ffn_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  ck.token_embedding = cur.fp32({c.n_vocab, d});
   auto& ls = ck.layers;
   for (auto& l : ls) l.rms_att = cur.fp32({d});
   for (auto& l : ls) l.wq = cur.fp32({qd, d});
@@ -151,22 +161,22 @@ void bind_legacy(Llama2cCheckpoint& ck, Cursor& cur) {
   for (auto& l : ls) l.w2 = cur.fp32({d, h});
   for (auto& l : ls) l.w3 = cur.fp32({h, d});
   ck.rms_final = cur.fp32({d});
-  cur.skip(static_cast<size_t>(c.seq_len) * static_cast<size_t>(c.head_size()) * 4);  // freq_cis
-  if (!c.shared_classifier) ck.wcls = cur.fp32({c.vocab_size, d});
+  cur.skip(static_cast<size_t>(c.ctx_len) * static_cast<size_t>(c.head_dim) * 4);  // freq_cis
+  if (!c.tied_output) ck.wcls = cur.fp32({c.n_vocab, d});
 }
 
 // Versions 1 and 2 share an order: norms first, then the matrices.
 void bind_export(Llama2cCheckpoint& ck, Cursor& cur) {
-  const Llama2cConfig& c = ck.config;
-  const int64_t d = c.dim, h = c.hidden_dim, qd = int64_t{c.n_heads} * c.head_size(), kvd = c.kv_dim();
+  const ModelConfig& c = ck.config;
+  const int64_t d = c.dim, h = c.ffn_dim, qd = c.q_dim(), kvd = c.kv_dim();
   auto& ls = ck.layers;
   for (auto& l : ls) l.rms_att = cur.fp32({d});
   for (auto& l : ls) l.rms_ffn = cur.fp32({d});
   ck.rms_final = cur.fp32({d});
   auto mat = [&](std::vector<int64_t> shape) {
-    return c.version == 2 ? cur.q8(std::move(shape), c.group_size) : cur.fp32(std::move(shape));
+    return ck.version == 2 ? cur.q8(std::move(shape), ck.group_size) : cur.fp32(std::move(shape));
   };
-  ck.token_embedding = mat({c.vocab_size, d});
+  ck.token_embedding = mat({c.n_vocab, d});
   for (auto& l : ls) l.wq = mat({qd, d});
   for (auto& l : ls) l.wk = mat({kvd, d});
   for (auto& l : ls) l.wv = mat({kvd, d});
@@ -174,7 +184,7 @@ void bind_export(Llama2cCheckpoint& ck, Cursor& cur) {
   for (auto& l : ls) l.w1 = mat({h, d});
   for (auto& l : ls) l.w2 = mat({d, h});
   for (auto& l : ls) l.w3 = mat({h, d});
-  if (!c.shared_classifier) ck.wcls = mat({c.vocab_size, d});
+  if (!c.tied_output) ck.wcls = mat({c.n_vocab, d});
 }
 
 }  // namespace
@@ -190,19 +200,19 @@ Result<Llama2cCheckpoint> read_llama2c_checkpoint(const std::string& path) {
   DUET_ASSIGN(ck.file, MappedFile::open(path));
   const uint8_t* p = ck.file.data();
   const size_t size = ck.file.size();
-  Llama2cConfig& c = ck.config;
 
   size_t header = kLegacyHeaderBytes;
   int32_t params[7];
+  bool shared_classifier = true;
   if (size >= 4 && static_cast<uint32_t>(load_i32(p)) == kExportMagic) {
     if (size < kExportHeaderBytes)
       return err(path, ": llama2.c export header needs ", kExportHeaderBytes, " bytes, file has ", size);
-    c.version = load_i32(p + 4);
-    if (c.version != 1 && c.version != 2)
-      return err(path, ": unsupported llama2.c export version ", c.version, " (supported: 1, 2)");
+    ck.version = load_i32(p + 4);
+    if (ck.version != 1 && ck.version != 2)
+      return err(path, ": unsupported llama2.c export version ", ck.version, " (supported: 1, 2)");
     for (int i = 0; i < 7; ++i) params[i] = load_i32(p + 8 + 4 * i);
-    c.shared_classifier = p[36] != 0;
-    if (c.version == 2) c.group_size = load_i32(p + 37);
+    shared_classifier = p[36] != 0;
+    if (ck.version == 2) ck.group_size = load_i32(p + 37);
     header = kExportHeaderBytes;
   } else {
     if (size < kLegacyHeaderBytes)
@@ -210,32 +220,27 @@ Result<Llama2cCheckpoint> read_llama2c_checkpoint(const std::string& path) {
                  kLegacyHeaderBytes, ")");
     for (int i = 0; i < 7; ++i) params[i] = load_i32(p + 4 * i);
     // The legacy format marks an unshared classifier by a negative vocab_size.
-    c.shared_classifier = params[5] > 0;
+    shared_classifier = params[5] > 0;
     if (params[5] < 0 && params[5] != std::numeric_limits<int32_t>::min()) params[5] = -params[5];
   }
-  c.dim = params[0];
-  c.hidden_dim = params[1];
-  c.n_layers = params[2];
-  c.n_heads = params[3];
-  c.n_kv_heads = params[4];
-  c.vocab_size = params[5];
-  c.seq_len = params[6];
+  ck.config = config_from_header(params, shared_classifier);
+  const ModelConfig& c = ck.config;
   DUET_TRY(validate(c, path));
-  if (c.version == 2) DUET_TRY(check_group_size(c, path));
+  if (ck.version == 2) DUET_TRY(check_group_size(ck, path));
 
-  DUET_ASSIGN(const uint64_t payload, payload_bytes(c, path));
+  DUET_ASSIGN(const uint64_t payload, payload_bytes(ck, path));
   const uint64_t expected = payload + header;
   if (expected != size)
-    return err(path, ": llama2.c checkpoint (version ", c.version, ", dim ", c.dim, ", hidden_dim ",
-               c.hidden_dim, ", n_layers ", c.n_layers, ", n_heads ", c.n_heads, ", n_kv_heads ",
-               c.n_kv_heads, ", vocab_size ", c.vocab_size, ", seq_len ", c.seq_len,
-               c.shared_classifier ? ", shared classifier" : ", separate classifier",
+    return err(path, ": llama2.c checkpoint (version ", ck.version, ", dim ", c.dim, ", hidden_dim ",
+               c.ffn_dim, ", n_layers ", c.n_layers, ", n_heads ", c.n_heads, ", n_kv_heads ",
+               c.n_kv_heads, ", vocab_size ", c.n_vocab, ", seq_len ", c.ctx_len,
+               c.tied_output ? ", shared classifier" : ", separate classifier",
                ") should be ", expected, " bytes, file has ", size,
                size < expected ? " (truncated?)" : " (trailing data?)");
 
   ck.layers.resize(static_cast<size_t>(c.n_layers));
   Cursor cur(ck, header);
-  if (c.version == 0)
+  if (ck.version == 0)
     bind_legacy(ck, cur);
   else
     bind_export(ck, cur);

@@ -23,24 +23,9 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "formats/model_config.h"
 
 namespace duet {
-
-struct Llama2cConfig {
-  int32_t dim = 0;
-  int32_t hidden_dim = 0;
-  int32_t n_layers = 0;
-  int32_t n_heads = 0;
-  int32_t n_kv_heads = 0;
-  int32_t vocab_size = 0;  // always positive here; the legacy sign is in shared_classifier
-  int32_t seq_len = 0;
-  bool shared_classifier = true;
-  int32_t version = 0;     // 0 = legacy header, else the export version
-  int32_t group_size = 0;  // version 2 only
-
-  int32_t head_size() const { return dim / n_heads; }
-  int32_t kv_dim() const { return head_size() * n_kv_heads; }
-};
 
 // One fp32 weight in torch layout: shape {rows, cols} (out, in) or {n}, row-major.
 struct Llama2cWeight {
@@ -63,11 +48,16 @@ struct Llama2cLayer {
 };
 
 struct Llama2cCheckpoint {
-  Llama2cConfig config;
-  Llama2cWeight token_embedding;       // (vocab_size, dim)
+  // The header's dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size
+  // and seq_len, with tied_output for a shared classifier and the Llama 2
+  // values llama2.c trains and runs with (RoPE base 1e4, RMSNorm eps 1e-5).
+  ModelConfig config;
+  int32_t version = 0;     // 0 = legacy header, else the export version
+  int32_t group_size = 0;  // version 2 only
+  Llama2cWeight token_embedding;       // (n_vocab, dim)
   std::vector<Llama2cLayer> layers;
   Llama2cWeight rms_final;             // (dim)
-  std::optional<Llama2cWeight> wcls;   // (vocab_size, dim); absent when shared
+  std::optional<Llama2cWeight> wcls;   // (n_vocab, dim); absent when shared
 
   MappedFile file;
   std::deque<std::vector<float>> dequantized;  // owns version-2 weights

@@ -1,5 +1,6 @@
 #include "formats/llama_import.h"
 
+#include "formats/file_type.h"
 #include "formats/llama_names.h"
 
 namespace duet {
@@ -9,11 +10,6 @@ namespace n = gguf_names;
 
 constexpr const char* kArch = "llama";
 constexpr const char* kSpace = "\xE2\x96\x81";  // U+2581 '▁', SentencePiece's escaped space
-// llama.cpp's ftype numbering: 0 = LLAMA_FTYPE_ALL_F32.
-constexpr uint32_t kFileTypeAllF32 = 0;
-// Llama 2 values; llama2.c trains and runs with exactly these.
-constexpr float kRopeFreqBase = 10000.0f;
-constexpr float kRmsEps = 1e-5f;
 
 bool is_byte_piece(const std::string& s) {
   auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
@@ -32,7 +28,9 @@ std::string spaces_to_sentencepiece(const std::string& s) {
   return out;
 }
 
-void set_vocab(GgufWriter& w, const LlamaVocab& v) {
+}  // namespace
+
+void set_llama_vocab(GgufWriter& w, const LlamaVocab& v) {
   w.set(n::kTokModel, GgufValue::of_string("llama"));
   w.set(n::kTokTokens, GgufValue::of_strings(v.tokens));
   w.set(n::kTokScores, GgufValue::of_f32s(v.scores));
@@ -45,6 +43,8 @@ void set_vocab(GgufWriter& w, const LlamaVocab& v) {
   w.set(n::kTokAddEos, GgufValue::of_bool(false));
   if (v.add_space_prefix) w.set(n::kTokAddSpacePrefix, GgufValue::of_bool(*v.add_space_prefix));
 }
+
+namespace {
 
 // torch (out, in) row-major is ggml ne = [in, out]: the shape reversed.
 Status add_weight(GgufWriter& w, const std::string& name, const Llama2cWeight& t) {
@@ -112,32 +112,22 @@ GgufWriter vocab_only_gguf(const LlamaVocab& vocab, const std::string& name) {
   GgufWriter w;
   w.set(n::kArchitecture, GgufValue::of_string(kArch));
   w.set(n::kName, GgufValue::of_string(name));
-  set_vocab(w, vocab);
+  set_llama_vocab(w, vocab);
   return w;
 }
 
 Result<GgufWriter> llama2c_gguf(const Llama2cCheckpoint& ck, const LlamaVocab& vocab,
                                 const std::string& name) {
-  const Llama2cConfig& c = ck.config;
-  if (vocab.tokens.size() != static_cast<size_t>(c.vocab_size))
+  ModelConfig c = ck.config;
+  if (vocab.tokens.size() != static_cast<size_t>(c.n_vocab))
     return err("tokenizer has ", vocab.tokens.size(), " tokens but the checkpoint's vocab_size is ",
-               c.vocab_size);
+               c.n_vocab);
+  c.name = name;
   GgufWriter w;
-  auto u32 = [](int32_t x) { return GgufValue::of_u32(static_cast<uint32_t>(x)); };
-  w.set(n::kArchitecture, GgufValue::of_string(kArch));
-  w.set(n::kName, GgufValue::of_string(name));
-  w.set(n::kFileType, GgufValue::of_u32(kFileTypeAllF32));
-  w.set(n::key(kArch, n::kContextLength), u32(c.seq_len));
-  w.set(n::key(kArch, n::kEmbeddingLength), u32(c.dim));
-  w.set(n::key(kArch, n::kBlockCount), u32(c.n_layers));
-  w.set(n::key(kArch, n::kFeedForwardLength), u32(c.hidden_dim));
-  w.set(n::key(kArch, n::kHeadCount), u32(c.n_heads));
-  w.set(n::key(kArch, n::kHeadCountKv), u32(c.n_kv_heads));
-  w.set(n::key(kArch, n::kRopeDimCount), u32(c.head_size()));
-  w.set(n::key(kArch, n::kRopeFreqBase), GgufValue::of_f32(kRopeFreqBase));
-  w.set(n::key(kArch, n::kRmsEps), GgufValue::of_f32(kRmsEps));
-  w.set(n::key(kArch, n::kVocabSize), u32(c.vocab_size));
-  set_vocab(w, vocab);
+  write_model_config(w, c);
+  DUET_ASSIGN(const uint32_t file_type, llama_file_type(DType::F32));
+  w.set(n::kFileType, GgufValue::of_u32(file_type));
+  set_llama_vocab(w, vocab);
 
   // llama2.c's Q and K rows are already in the interleaved-pair RoPE order
   // that GGUF "llama" expects, so no permutation is applied.

@@ -27,6 +27,10 @@ struct LlamaVocab {
   std::optional<bool> add_space_prefix;
 };
 
+// The tokenizer.ggml.* keys of `vocab` (BOS added, EOS not, as llama.cpp's
+// converters write for SentencePiece vocabularies).
+void set_llama_vocab(GgufWriter& w, const LlamaVocab& vocab);
+
 // llama2.c's tokenizer.bin holds the pieces of a SentencePiece model with
 // '▁' turned into ' ' and BOS/EOS written as "\n<s>\n" / "\n</s>\n"; this
 // restores the SentencePiece forms and types (UNKNOWN, CONTROL, BYTE).

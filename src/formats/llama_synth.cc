@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "core/half.h"
+#include "formats/file_type.h"
 #include "formats/gguf.h"
+#include "formats/llama_import.h"
 #include "formats/llama_names.h"
 
 namespace duet {
@@ -68,29 +70,32 @@ Status add_random(GgufWriter& w, const std::string& name, DType dtype,
   return w.add_tensor(name, dtype, std::move(ne), v.data(), v.size() * sizeof(uint16_t));
 }
 
-// SentencePiece token types as GGUF stores them.
-constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6;
-
 // A SentencePiece-style vocabulary of exactly n tokens: <unk> <s> </s>, the
 // 256 byte fallbacks, then pieces in order of decreasing score: "▁", each
 // printable ASCII character bare and after "▁", then lowercase strings of
 // length 2, 3, ... bare and after "▁". Every text tokenizes (bytes fall back).
-void add_synthetic_vocab(GgufWriter& w, int64_t n) {
+LlamaVocab synthetic_vocab(int64_t n) {
   const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's word boundary
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {kUnknown, kControl, kControl};
+  LlamaVocab v;  // <unk> 0, <s> 1, </s> 2 as its defaults say
+  const auto add = [&](std::string piece, SpmPieceType type, float score) {
+    v.tokens.push_back(std::move(piece));
+    v.types.push_back(static_cast<int32_t>(type));
+    v.scores.push_back(score);
+  };
+  add("<unk>", SpmPieceType::kUnknown, 0.0f);
+  add("<s>", SpmPieceType::kControl, 0.0f);
+  add("</s>", SpmPieceType::kControl, 0.0f);
   char hex[8];
   for (int b = 0; b < 256; ++b) {
     std::snprintf(hex, sizeof hex, "<0x%02X>", b);
-    tokens.emplace_back(hex);
-    types.push_back(kByte);
+    add(hex, SpmPieceType::kByte, 0.0f);
   }
   std::vector<std::string> pieces = {space};
   for (char c = 0x21; c < 0x7f; ++c) pieces.emplace_back(1, c);
   for (char c = 0x21; c < 0x7f; ++c) pieces.push_back(space + c);
-  for (int len = 2; static_cast<int64_t>(tokens.size() + pieces.size()) < n; ++len) {
+  for (int len = 2; static_cast<int64_t>(v.tokens.size() + pieces.size()) < n; ++len) {
     std::string s(static_cast<size_t>(len), 'a');
-    for (bool more = true; more && static_cast<int64_t>(tokens.size() + pieces.size()) < n;) {
+    for (bool more = true; more && static_cast<int64_t>(v.tokens.size() + pieces.size()) < n;) {
       pieces.push_back(s);
       pieces.push_back(space + s);
       int i = len - 1;  // odometer over a..z
@@ -98,21 +103,9 @@ void add_synthetic_vocab(GgufWriter& w, int64_t n) {
       if (i < 0) more = false; else ++s[static_cast<size_t>(i)];
     }
   }
-  std::vector<float> scores(tokens.size(), 0.0f);
-  for (size_t i = 0; static_cast<int64_t>(tokens.size()) < n; ++i) {
-    tokens.push_back(pieces[i]);
-    types.push_back(kNormal);
-    scores.push_back(-static_cast<float>(i));
-  }
-  w.set(names::kTokModel, GgufValue::of_string("llama"));
-  w.set(names::kTokTokens, GgufValue::of_strings(std::move(tokens)));
-  w.set(names::kTokScores, GgufValue::of_f32s(scores));
-  w.set(names::kTokTypes, GgufValue::of_i32s(types));
-  w.set(names::kTokBos, GgufValue::of_u32(1));
-  w.set(names::kTokEos, GgufValue::of_u32(2));
-  w.set(names::kTokUnk, GgufValue::of_u32(0));
-  w.set(names::kTokAddBos, GgufValue::of_bool(true));
-  w.set(names::kTokAddEos, GgufValue::of_bool(false));
+  for (size_t i = 0; static_cast<int64_t>(v.tokens.size()) < n; ++i)
+    add(pieces[i], SpmPieceType::kNormal, -static_cast<float>(i));
+  return v;
 }
 
 // Copies every tokenizer.* key of `path`; returns its vocabulary size.
@@ -126,34 +119,49 @@ Result<int64_t> copy_vocab(GgufWriter& w, const std::string& path) {
   return static_cast<int64_t>(toks->items.size());
 }
 
-uint32_t file_type(DType t) {
-  switch (t) {
-    case DType::F16: return 1;
-    case DType::BF16: return 32;
-    default: return 0;
+// The tokenizer keys of the file: opt.vocab_from's, whose size then fixes
+// s.n_vocab, or a synthetic vocabulary of s.n_vocab tokens.
+Result<GgufWriter> vocab_keys(const SynthOptions& opt, ModelConfig& s) {
+  GgufWriter v;
+  if (!opt.vocab_from.empty()) {
+    DUET_ASSIGN(int64_t n_vocab, copy_vocab(v, opt.vocab_from));
+    if (s.n_vocab != 0 && s.n_vocab != n_vocab)
+      return err("synth: --vocab-size ", s.n_vocab, " disagrees with the ", n_vocab,
+                 " tokens of ", opt.vocab_from);
+    s.n_vocab = static_cast<int32_t>(n_vocab);
   }
+  DUET_TRY(validate_shape(s));
+  if (opt.vocab_from.empty()) {
+    constexpr int64_t kSpecialAndBytes = 3 + 256;
+    if (s.n_vocab < kSpecialAndBytes + 1)
+      return err("synth: a synthetic vocabulary needs vocab-size >= ", kSpecialAndBytes + 1,
+                 " (3 special + 256 byte tokens + pieces), got ", s.n_vocab);
+    set_llama_vocab(v, synthetic_vocab(s.n_vocab));
+  }
+  return v;
 }
 
 }  // namespace
 
-Result<LlamaShape> llama_preset(std::string_view name) {
-  LlamaShape s;
+Result<ModelConfig> llama_preset(std::string_view name) {
+  ModelConfig s;
   if (name == "tinyllama-1.1b") {
-    s = {.dim = 2048, .ffn = 5632, .layers = 22, .heads = 32, .kv_heads = 4, .head_dim = 0,
-         .vocab_size = 32000, .ctx = 2048, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = false};
+    s = {.n_vocab = 32000, .dim = 2048, .n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .ffn_dim = 5632,
+         .ctx_len = 2048};
   } else if (name == "stories110m") {
-    s = {.dim = 768, .ffn = 2048, .layers = 12, .heads = 12, .kv_heads = 12, .head_dim = 0,
-         .vocab_size = 32000, .ctx = 1024, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = true};
+    s = {.n_vocab = 32000, .dim = 768, .n_layers = 12, .n_heads = 12, .n_kv_heads = 12, .ffn_dim = 2048,
+         .ctx_len = 1024, .tied_output = true};
   } else if (name == "stories15m") {
-    s = {.dim = 288, .ffn = 768, .layers = 6, .heads = 6, .kv_heads = 6, .head_dim = 0,
-         .vocab_size = 32000, .ctx = 256, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = true};
+    s = {.n_vocab = 32000, .dim = 288, .n_layers = 6, .n_heads = 6, .n_kv_heads = 6, .ffn_dim = 768,
+         .ctx_len = 256, .tied_output = true};
   } else {
     return err("unknown model preset '", name, "' (tinyllama-1.1b, stories110m, stories15m)");
   }
+  s.name = "synth-" + std::string(name);
   return s;
 }
 
-Status validate_shape(const LlamaShape& s) {
+Status validate_shape(const ModelConfig& s) {
   // Bounds keep every tensor's element count far from overflow and make a
   // typo fail here rather than as an allocation of terabytes.
   constexpr int64_t kMaxDim = 1 << 17, kMaxLayers = 1024, kMaxVocab = 1 << 22;
@@ -162,17 +170,17 @@ Status validate_shape(const LlamaShape& s) {
     return {};
   };
   DUET_TRY(in("dim", s.dim, 1, kMaxDim));
-  DUET_TRY(in("ffn", s.ffn, 1, kMaxDim));
-  DUET_TRY(in("layers", s.layers, 1, kMaxLayers));
-  DUET_TRY(in("heads", s.heads, 1, s.dim));
-  DUET_TRY(in("kv-heads", s.kv_heads, 1, s.heads));
-  DUET_TRY(in("vocab-size", s.vocab_size, 1, kMaxVocab));
-  DUET_TRY(in("ctx", s.ctx, 1, 1 << 24));
-  if (s.heads % s.kv_heads != 0)
-    return err("synth: heads (", s.heads, ") must be a multiple of kv-heads (", s.kv_heads, ")");
-  if (s.head_dim == 0 && s.dim % s.heads != 0)
-    return err("synth: dim (", s.dim, ") is not divisible by heads (", s.heads, "); give --head-dim");
-  const int64_t hd = s.head_dim_or_default();
+  DUET_TRY(in("ffn", s.ffn_dim, 1, kMaxDim));
+  DUET_TRY(in("layers", s.n_layers, 1, kMaxLayers));
+  DUET_TRY(in("heads", s.n_heads, 1, s.dim));
+  DUET_TRY(in("kv-heads", s.n_kv_heads, 1, s.n_heads));
+  DUET_TRY(in("vocab-size", s.n_vocab, 1, kMaxVocab));
+  DUET_TRY(in("ctx", s.ctx_len, 1, 1 << 24));
+  if (s.n_heads % s.n_kv_heads != 0)
+    return err("synth: heads (", s.n_heads, ") must be a multiple of kv-heads (", s.n_kv_heads, ")");
+  if (s.head_dim == 0 && s.dim % s.n_heads != 0)
+    return err("synth: dim (", s.dim, ") is not divisible by heads (", s.n_heads, "); give --head-dim");
+  const int64_t hd = s.head_dim ? s.head_dim : s.dim / s.n_heads;
   DUET_TRY(in("head-dim", hd, 2, 4096));
   if (hd % 2 != 0) return err("synth: head-dim (", hd, ") must be even for RoPE");
   if (!(s.rope_base > 1.0) || !std::isfinite(s.rope_base))
@@ -185,53 +193,23 @@ Status validate_shape(const LlamaShape& s) {
 Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
   if (opt.dtype != DType::F32 && opt.dtype != DType::F16 && opt.dtype != DType::BF16)
     return err("synth: dtype ", dtype_name(opt.dtype), " is not supported (f32, f16, bf16)");
-  LlamaShape s = opt.shape;
+  ModelConfig s = opt.shape;
+  s.arch = "llama";
+  DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
+  if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
+  s.rope_dim = s.head_dim;
   GgufWriter w;
-  const std::string arch = "llama";
-  w.set(names::kArchitecture, GgufValue::of_string(arch));
-  w.set(names::kName, GgufValue::of_string(opt.name));
-  if (!opt.vocab_from.empty()) {
-    DUET_ASSIGN(int64_t n_vocab, copy_vocab(w, opt.vocab_from));
-    if (s.vocab_size != 0 && s.vocab_size != n_vocab)
-      return err("synth: --vocab-size ", s.vocab_size, " disagrees with the ", n_vocab,
-                 " tokens of ", opt.vocab_from);
-    s.vocab_size = n_vocab;
-  }
-  DUET_TRY(validate_shape(s));
-  if (opt.vocab_from.empty()) {
-    constexpr int64_t kSpecialAndBytes = 3 + 256;
-    if (s.vocab_size < kSpecialAndBytes + 1)
-      return err("synth: a synthetic vocabulary needs vocab-size >= ", kSpecialAndBytes + 1,
-                 " (3 special + 256 byte tokens + pieces), got ", s.vocab_size);
-    add_synthetic_vocab(w, s.vocab_size);
-  }
-
-  const int64_t hd = s.head_dim_or_default();
-  auto k = [&](const std::string& suffix) { return names::key(arch, suffix); };
-  auto u32 = [](int64_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
-  w.set(k(names::kContextLength), u32(s.ctx));
-  w.set(k(names::kEmbeddingLength), u32(s.dim));
-  w.set(k(names::kBlockCount), u32(s.layers));
-  w.set(k(names::kFeedForwardLength), u32(s.ffn));
-  w.set(k(names::kHeadCount), u32(s.heads));
-  w.set(k(names::kHeadCountKv), u32(s.kv_heads));
-  w.set(k(names::kRopeDimCount), u32(hd));
-  w.set(k(names::kRopeFreqBase), GgufValue::of_f32(static_cast<float>(s.rope_base)));
-  w.set(k(names::kRmsEps), GgufValue::of_f32(static_cast<float>(s.rms_eps)));
-  w.set(k(names::kVocabSize), u32(s.vocab_size));
-  if (s.sliding_window > 0) w.set(k(names::kSlidingWindow), u32(s.sliding_window));
-  if (hd * s.heads != s.dim) {
-    w.set(k(names::kKeyLength), u32(hd));
-    w.set(k(names::kValueLength), u32(hd));
-  }
-  w.set(names::kFileType, GgufValue::of_u32(file_type(opt.dtype)));
+  write_model_config(w, s);
+  DUET_ASSIGN(const uint32_t file_type, llama_file_type(opt.dtype));
+  w.set(names::kFileType, GgufValue::of_u32(file_type));
+  for (const auto& [key, value] : vocab.metadata()) w.set(key, value);
 
   // Scales keep activations O(1) through any depth: after each RMSNorm a
   // matrix of deviation 1/sqrt(fan_in) maps unit-RMS inputs to unit-RMS
   // outputs (so attention scores are ~N(0,1): neither uniform nor one-hot);
   // the two projections that add into the residual are further divided by
   // sqrt(2*layers) so the stream grows by O(1) over the whole stack.
-  const float res_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.layers));
+  const float res_scale = 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers));
   auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
   const DType dt = opt.dtype;
   const uint64_t seed = opt.seed;
@@ -240,10 +218,10 @@ Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
   // A tied head reads logits off the embedding, so there the embedding gets
   // the head's 1/sqrt(dim) (logits ~N(0,1), as untied); at N(0,1) the logits
   // would spread by sqrt(dim) and greedy decoding would echo its input.
-  const float embd_std = s.tied ? inv_sqrt(s.dim) : 1.0f;
-  DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.vocab_size}, 0.0f, embd_std, seed));
-  for (int l = 0; l < static_cast<int>(s.layers); ++l) {
-    const int64_t q_out = s.heads * hd, kv_out = s.kv_heads * hd;
+  const float embd_std = s.tied_output ? inv_sqrt(s.dim) : 1.0f;
+  DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.n_vocab}, 0.0f, embd_std, seed));
+  for (int l = 0; l < s.n_layers; ++l) {
+    const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
     DUET_TRY(add_random(w, names::blk(l, names::kAttnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
     DUET_TRY(add_random(w, names::blk(l, names::kAttnQ), dt, {s.dim, q_out}, 0.0f, inv_sqrt(s.dim), seed));
     DUET_TRY(add_random(w, names::blk(l, names::kAttnK), dt, {s.dim, kv_out}, 0.0f, inv_sqrt(s.dim), seed));
@@ -251,14 +229,14 @@ Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
     DUET_TRY(add_random(w, names::blk(l, names::kAttnOut), dt, {q_out, s.dim}, 0.0f,
                         inv_sqrt(q_out) * res_scale, seed));
     DUET_TRY(add_random(w, names::blk(l, names::kFfnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnGate), dt, {s.dim, s.ffn}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnUp), dt, {s.dim, s.ffn}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnDown), dt, {s.ffn, s.dim}, 0.0f,
-                        inv_sqrt(s.ffn) * res_scale, seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnGate), dt, {s.dim, s.ffn_dim}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnUp), dt, {s.dim, s.ffn_dim}, 0.0f, inv_sqrt(s.dim), seed));
+    DUET_TRY(add_random(w, names::blk(l, names::kFfnDown), dt, {s.ffn_dim, s.dim}, 0.0f,
+                        inv_sqrt(s.ffn_dim) * res_scale, seed));
   }
   DUET_TRY(add_random(w, names::kOutputNorm, DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
-  if (!s.tied)
-    DUET_TRY(add_random(w, names::kOutput, dt, {s.dim, s.vocab_size}, 0.0f, inv_sqrt(s.dim), seed));
+  if (!s.tied_output)
+    DUET_TRY(add_random(w, names::kOutput, dt, {s.dim, s.n_vocab}, 0.0f, inv_sqrt(s.dim), seed));
   return w.write(out_path);
 }
 

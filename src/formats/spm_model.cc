@@ -1,8 +1,11 @@
 #include "formats/spm_model.h"
 
 #include <cstring>
+#include <functional>
+#include <type_traits>
 
 #include "core/mapped_file.h"
+#include "core/utf8.h"
 
 namespace duet {
 namespace {
@@ -127,118 +130,107 @@ Result<bool> as_bool(const Field& f, const char* what, const std::string& name) 
   return f.varint != 0;
 }
 
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<uint8_t>(s[i + k]) & 0xc0) != 0x80) return false;
-    i += n;
+// Calls fn(field) for each field of msg, a message nested in outer's buffer.
+Status for_each_field(const WireReader& outer, std::string_view msg, const std::string& name,
+                      const std::function<Status(const Field&)>& fn) {
+  WireReader r(msg, outer.offset_of(msg), name);
+  while (!r.done()) {
+    DUET_ASSIGN(const Field f, r.next());
+    DUET_TRY(fn(f));
   }
-  return true;
+  return {};
 }
 
 Result<SpmPiece> parse_piece(const WireReader& outer, std::string_view msg, size_t index,
                              const std::string& name) {
-  WireReader r(msg, outer.offset_of(msg), name);
   SpmPiece p;
-  while (!r.done()) {
-    DUET_ASSIGN(const Field f, r.next());
+  DUET_TRY(for_each_field(outer, msg, name, [&](const Field& f) -> Status {
     switch (f.number) {
       case field::kPiecePiece:
         DUET_TRY(expect_wire(f, WireType::kLen, "SentencePiece.piece", name));
-        if (!valid_utf8(f.bytes))
+        if (!utf8::is_valid(f.bytes))
           return err(name, ": piece ", index, " at offset ", f.offset, " is not valid UTF-8");
         p.piece = std::string(f.bytes);
-        break;
+        return {};
       case field::kPieceScore:
         DUET_TRY(expect_wire(f, WireType::kFixed32, "SentencePiece.score", name));
         std::memcpy(&p.score, &f.fixed32, 4);
-        break;
+        return {};
       case field::kPieceType: {
         DUET_ASSIGN(const int32_t t, as_int32(f, "SentencePiece.type", name));
         if (t < 1 || t > 6)
           return err(name, ": piece ", index, " has unknown type ", t, " at offset ", f.offset);
         p.type = static_cast<SpmPieceType>(t);
-        break;
+        return {};
       }
       default:
-        break;
+        return {};
+    }
+  }));
+  return p;
+}
+
+// A scalar field of a spec message and the SpmModel member it fills.
+template <class T>
+struct ScalarField {
+  uint32_t number;
+  const char* what;
+  T SpmModel::*member;
+};
+
+constexpr ScalarField<int32_t> kTrainerIds[] = {
+    {field::kTrainerUnkId, "TrainerSpec.unk_id", &SpmModel::unk_id},
+    {field::kTrainerBosId, "TrainerSpec.bos_id", &SpmModel::bos_id},
+    {field::kTrainerEosId, "TrainerSpec.eos_id", &SpmModel::eos_id},
+    {field::kTrainerPadId, "TrainerSpec.pad_id", &SpmModel::pad_id},
+};
+constexpr ScalarField<bool> kTrainerFlags[] = {
+    {field::kTrainerByteFallback, "TrainerSpec.byte_fallback", &SpmModel::byte_fallback},
+};
+constexpr ScalarField<bool> kNormalizerFlags[] = {
+    {field::kNormAddDummyPrefix, "NormalizerSpec.add_dummy_prefix", &SpmModel::add_dummy_prefix},
+    {field::kNormRemoveExtraWhitespaces, "NormalizerSpec.remove_extra_whitespaces",
+     &SpmModel::remove_extra_whitespaces},
+    {field::kNormEscapeWhitespaces, "NormalizerSpec.escape_whitespaces", &SpmModel::escape_whitespaces},
+};
+
+// Fills the member that f is, when f is one of `known`; other fields are skipped.
+template <class T, size_t N>
+Status read_scalar(const Field& f, const ScalarField<T> (&known)[N], SpmModel& m, const std::string& name) {
+  for (const ScalarField<T>& k : known) {
+    if (k.number != f.number) continue;
+    if constexpr (std::is_same_v<T, bool>) {
+      DUET_ASSIGN(m.*k.member, as_bool(f, k.what, name));
+    } else {
+      DUET_ASSIGN(m.*k.member, as_int32(f, k.what, name));
     }
   }
-  return p;
+  return {};
 }
 
 Status parse_trainer_spec(const WireReader& outer, std::string_view msg, SpmModel& m,
                           const std::string& name) {
-  WireReader r(msg, outer.offset_of(msg), name);
-  while (!r.done()) {
-    DUET_ASSIGN(const Field f, r.next());
-    switch (f.number) {
-      case field::kTrainerModelType: {
-        DUET_ASSIGN(const int32_t t, as_int32(f, "TrainerSpec.model_type", name));
-        if (t < 1 || t > 4) return err(name, ": unknown TrainerSpec.model_type ", t, " at offset ", f.offset);
-        m.model_type = static_cast<SpmModelType>(t);
-        break;
-      }
-      case field::kTrainerByteFallback: {
-        DUET_ASSIGN(m.byte_fallback, as_bool(f, "TrainerSpec.byte_fallback", name));
-        break;
-      }
-      case field::kTrainerUnkId: {
-        DUET_ASSIGN(m.unk_id, as_int32(f, "TrainerSpec.unk_id", name));
-        break;
-      }
-      case field::kTrainerBosId: {
-        DUET_ASSIGN(m.bos_id, as_int32(f, "TrainerSpec.bos_id", name));
-        break;
-      }
-      case field::kTrainerEosId: {
-        DUET_ASSIGN(m.eos_id, as_int32(f, "TrainerSpec.eos_id", name));
-        break;
-      }
-      case field::kTrainerPadId: {
-        DUET_ASSIGN(m.pad_id, as_int32(f, "TrainerSpec.pad_id", name));
-        break;
-      }
-      default:
-        break;
+  return for_each_field(outer, msg, name, [&](const Field& f) -> Status {
+    if (f.number == field::kTrainerModelType) {
+      DUET_ASSIGN(const int32_t t, as_int32(f, "TrainerSpec.model_type", name));
+      if (t < 1 || t > 4) return err(name, ": unknown TrainerSpec.model_type ", t, " at offset ", f.offset);
+      m.model_type = static_cast<SpmModelType>(t);
     }
-  }
-  return {};
+    DUET_TRY(read_scalar(f, kTrainerIds, m, name));
+    return read_scalar(f, kTrainerFlags, m, name);
+  });
 }
 
 Status parse_normalizer_spec(const WireReader& outer, std::string_view msg, SpmModel& m,
                              const std::string& name) {
-  WireReader r(msg, outer.offset_of(msg), name);
-  while (!r.done()) {
-    DUET_ASSIGN(const Field f, r.next());
-    switch (f.number) {
-      case field::kNormAddDummyPrefix: {
-        DUET_ASSIGN(m.add_dummy_prefix, as_bool(f, "NormalizerSpec.add_dummy_prefix", name));
-        break;
-      }
-      case field::kNormRemoveExtraWhitespaces: {
-        DUET_ASSIGN(m.remove_extra_whitespaces, as_bool(f, "NormalizerSpec.remove_extra_whitespaces", name));
-        break;
-      }
-      case field::kNormEscapeWhitespaces: {
-        DUET_ASSIGN(m.escape_whitespaces, as_bool(f, "NormalizerSpec.escape_whitespaces", name));
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  return {};
+  return for_each_field(outer, msg, name,
+                        [&](const Field& f) { return read_scalar(f, kNormalizerFlags, m, name); });
 }
 
 // A special id must name a piece (or be -1 where the proto allows "none").
 Status check_id(int32_t id, const char* what, const SpmModel& m, const std::string& name) {
   if (id < -1 || id >= static_cast<int32_t>(m.pieces.size()))
-    return err(name, ": TrainerSpec.", what, " = ", id, " is outside the ", m.pieces.size(), " pieces");
+    return err(name, ": ", what, " = ", id, " is outside the ", m.pieces.size(), " pieces");
   return {};
 }
 
@@ -269,10 +261,7 @@ Result<SpmModel> parse_spm_model(std::string_view bytes, const std::string& name
     }
   }
   if (m.pieces.empty()) return err(name, ": SentencePiece model has no pieces");
-  DUET_TRY(check_id(m.unk_id, "unk_id", m, name));
-  DUET_TRY(check_id(m.bos_id, "bos_id", m, name));
-  DUET_TRY(check_id(m.eos_id, "eos_id", m, name));
-  DUET_TRY(check_id(m.pad_id, "pad_id", m, name));
+  for (const ScalarField<int32_t>& id : kTrainerIds) DUET_TRY(check_id(m.*id.member, id.what, m, name));
   // SentencePiece itself refuses a model without its unknown piece.
   if (m.unk_id < 0 || m.pieces[static_cast<size_t>(m.unk_id)].type != SpmPieceType::kUnknown)
     return err(name, ": SentencePiece model: unk_id ", m.unk_id, " does not name a piece of type UNKNOWN");

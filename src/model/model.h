@@ -11,7 +11,7 @@
 #include "formats/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
-#include "model/config.h"
+#include "formats/model_config.h"
 #include "model/matmul_observer.h"
 #include "tokenizer/tokenizer.h"
 

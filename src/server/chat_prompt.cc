@@ -1,6 +1,9 @@
 #include "server/chat_prompt.h"
 
+#include "tokenizer/chat_templates_builtin.h"
+
 namespace duet::server {
+namespace {
 
 Status chat_supported(const Model& model) {
   const GgufFile& f = model.file();
@@ -16,29 +19,13 @@ Status chat_supported(const Model& model) {
   return err("this model has no chat template; use /v1/completions");
 }
 
-std::string llama2_chat_prompt(const std::vector<ChatMessage>& messages) {
-  std::string system;
-  size_t i = 0;
-  while (i < messages.size() && messages[i].role == "system") {
-    if (!system.empty()) system += "\n";
-    system += messages[i++].content;
-  }
-  std::string out;
-  bool first_user = true;
-  for (; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    if (m.role == "assistant") {
-      out += " " + m.content + " </s>";
-      continue;
-    }
-    // A user turn (a later system message is folded in as user text).
-    out += "<s>[INST] ";
-    if (first_user && !system.empty()) out += "<<SYS>>\n" + system + "\n<</SYS>>\n\n";
-    first_user = false;
-    out += m.content + " [/INST]";
-  }
-  if (first_user) out += "<s>[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
-  return out;
+}  // namespace
+
+Result<std::string> llama2_chat_prompt(const Model& model, const std::vector<ChatMessage>& messages) {
+  DUET_TRY(chat_supported(model));
+  DUET_ASSIGN(const ChatTemplate llama2,
+              ChatTemplate::parse_for(*builtin_chat_template("llama2"), model.tokenizer()));
+  return llama2.apply(messages, /*add_generation_prompt=*/true);
 }
 
 }  // namespace duet::server

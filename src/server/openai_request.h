@@ -11,13 +11,9 @@
 
 #include "engine/request.h"
 #include "server/api_error.h"
+#include "tokenizer/chat_template.h"
 
 namespace duet::server {
-
-struct ChatMessage {
-  std::string role;  // system, user or assistant
-  std::string content;
-};
 
 struct GenerateRequest {
   bool chat = false;

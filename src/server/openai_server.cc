@@ -244,19 +244,11 @@ std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool ch
 
   const Tokenizer& tok = model_.tokenizer();
   if (chat) {
-    std::string text;
-    if (config_.chat_template) {
-      std::vector<duet::ChatMessage> messages;
-      for (const auto& m : r.messages) messages.push_back({m.role, m.content});
-      auto rendered = config_.chat_template->apply(messages, /*add_generation_prompt=*/true);
-      if (!rendered) return invalid(rendered.error().message, "messages");
-      text = std::move(*rendered);
-    } else {
-      if (Status st = chat_supported(model_); !st) return invalid(st.error().message, "messages");
-      text = llama2_chat_prompt(r.messages);
-    }
+    auto text = config_.chat_template ? config_.chat_template->apply(r.messages, /*add_generation_prompt=*/true)
+                                      : llama2_chat_prompt(model_, r.messages);
+    if (!text) return invalid(text.error().message, "messages");
     // Templates write BOS themselves (as bos_token), so none is added here.
-    prompt = tok.encode(text, /*add_bos=*/false, /*parse_special=*/true);
+    prompt = tok.encode(*text, /*add_bos=*/false, /*parse_special=*/true);
   } else if (r.prompt_is_ids) {
     prompt = std::move(r.prompt_ids);
   } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/utf8.h"
 #include "formats/gguf.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -161,7 +162,7 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
 
   for (int b = 0; b < 256; ++b) {
     std::string& text = t->byte_text_[static_cast<size_t>(b)];
-    append_utf8(byte_to_codepoint(static_cast<uint8_t>(b)), text);
+    utf8::append(byte_to_codepoint(static_cast<uint8_t>(b)), text);
     t->byte_token_[static_cast<size_t>(b)] = id_of(text);
   }
 
@@ -256,7 +257,7 @@ void BpeTokenizer::encode_plain(std::string_view text, Scratch& s, std::vector<i
   size_t begin = 0;
   for (size_t end : s.ends) {
     s.word.clear();
-    for (size_t i = begin; i < end; ++i) append_utf8(s.cps[i], s.word);
+    for (size_t i = begin; i < end; ++i) utf8::append(s.cps[i], s.word);
     encode_word(s.word, s, out);
     begin = end;
   }

@@ -19,8 +19,6 @@ uint32_t byte_to_codepoint(uint8_t b);
 // The byte that code point `cp` stands for, or -1 if it is not in the alphabet.
 int codepoint_to_byte(uint32_t cp);
 
-void append_utf8(uint32_t cp, std::string& out);
-
 // Decodes UTF-8 into code points. Each maximal ill-formed subpart (an invalid
 // byte, or a truncated, overlong or surrogate sequence as far as it went)
 // becomes one U+FFFD: Unicode's recommended practice, the one WHATWG's

@@ -13,6 +13,11 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source, std::string bo
   return t;
 }
 
+Result<ChatTemplate> ChatTemplate::parse_for(std::string_view source, const Tokenizer& tok) {
+  const auto text = [&](int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); };
+  return parse(source, text(tok.bos_id()), text(tok.eos_id()));
+}
+
 Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                         const jinja::Limits& limits) const {
   jinja::List list;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "tokenizer/jinja/template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace duet {
 
@@ -24,6 +25,8 @@ class ChatTemplate {
   // line:column. bos_token/eos_token are the texts of the vocabulary's BOS
   // and EOS tokens ("<s>", "<|begin_of_text|>").
   static Result<ChatTemplate> parse(std::string_view source, std::string bos_token, std::string eos_token);
+  // As parse, with the texts of `tok`'s BOS and EOS ("" where it has none).
+  static Result<ChatTemplate> parse_for(std::string_view source, const Tokenizer& tok);
 
   // The prompt text for `messages`; with add_generation_prompt, ending with
   // the header that starts the assistant's reply. A template's own

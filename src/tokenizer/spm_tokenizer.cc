@@ -4,7 +4,7 @@
 #include <queue>
 
 #include "formats/gguf.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace duet {
 namespace {

@@ -7,32 +7,33 @@
 
 #include "formats/gguf.h"
 #include "formats/llama_names.h"
+#include "formats/vocab_expect.h"
 #include "test_util.h"
 
 namespace duet {
 namespace {
 
-using testing::duet_binary;
-using testing::run_command;
-using testing::shared_path;
-using testing::TempDir;
+using namespace testing;  // the paths, temp dirs and runner of test_util.h
 namespace n = gguf_names;
 
-testing::CommandResult convert(const std::string& args) {
-  return run_command(duet_binary() + " convert " + args);
+CommandResult convert(const std::string& args) { return run_duet("convert " + args); }
+
+// A llama2.c checkpoint with stories260K's tokenizer to `out`.
+CommandResult convert_llama2c(const std::string& checkpoint, const std::string& out) {
+  return convert("--from llama2c --model " + checkpoint + " --tokenizer " +
+                 shared_path("models/stories260K/tok512.bin") + " -o " + out);
 }
 
 TEST(Convert, Llama2cStories260K) {
   TempDir dir;
   const std::string out = dir.file("stories.gguf");
-  const auto r = convert("--from llama2c --model " + shared_path("models/stories260K/stories260K.bin") +
-                         " --tokenizer " + shared_path("models/stories260K/tok512.bin") + " -o " + out);
+  const auto r = convert_llama2c(shared_path("models/stories260K/stories260K.bin"), out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("wrote"), std::string::npos) << r.output;
 
   auto ours = GgufFile::open(out);
   ASSERT_TRUE(ours.ok()) << ours.error().message;
-  auto ref = GgufFile::open(shared_path("models/stories260K/stories260K.gguf"));
+  auto ref = GgufFile::open(stories_gguf());
   ASSERT_TRUE(ref.ok());
   EXPECT_EQ(*ours->get_string(n::kName), "stories260K");
   for (const TensorView& t : ref->tensors()) {
@@ -58,19 +59,14 @@ TEST(Convert, SpmVocabOnly) {
   EXPECT_TRUE(ours->tensors().empty());
   EXPECT_EQ(*ours->get_string(n::kName), "llama2-vocab");
   EXPECT_EQ(*ours->get_string(n::kArchitecture), "llama");
-  EXPECT_EQ(*ours->get_strings(n::kTokTokens), *ref->get_strings(n::kTokTokens));
-  EXPECT_EQ(*ours->get_ints(n::kTokTypes), *ref->get_ints(n::kTokTypes));
-  const auto a = *ours->get_floats(n::kTokScores), b = *ref->get_floats(n::kTokScores);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  expect_same_llama_vocab(*ours, *ref);
 }
 
 // Export version 2 (Q8_0, group size 4) is dequantized to an F32 GGUF.
 TEST(Convert, Llama2cQ8Checkpoint) {
   TempDir dir;
   const std::string out = dir.file("q8.gguf");
-  const auto r = convert("--from llama2c --model " + shared_path("models/stories260K/stories260K_q8.bin") +
-                         " --tokenizer " + shared_path("models/stories260K/tok512.bin") + " -o " + out);
+  const auto r = convert_llama2c(shared_path("models/stories260K/stories260K_q8.bin"), out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto g = GgufFile::open(out);
   ASSERT_TRUE(g.ok()) << g.error().message;
@@ -136,9 +132,8 @@ TEST(Convert, TruncatedCheckpointFailsCleanly) {
   std::ifstream in(shared_path("models/stories260K/stories260K.bin"), std::ios::binary);
   std::string bytes(5000, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  std::ofstream(dir.file("cut.bin"), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  const auto r = convert("--from llama2c --model " + dir.file("cut.bin") + " --tokenizer " +
-                         shared_path("models/stories260K/tok512.bin") + " -o " + dir.file("x.gguf"));
+  write_file(dir.file("cut.bin"), bytes);
+  const auto r = convert_llama2c(dir.file("cut.bin"), dir.file("x.gguf"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("should be 1056540 bytes, file has 5000"), std::string::npos) << r.output;
 }

@@ -20,16 +20,7 @@
 namespace duet {
 namespace {
 
-using testing::duet_binary;
-using testing::run_command;
-using testing::shared_path;
-using testing::TempDir;
-
-std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using namespace testing;  // the paths, temp dirs and runner of test_util.h
 
 nlohmann::json perplexity_json(const std::string& model, const std::string& text_file,
                                const std::string& extra) {
@@ -78,10 +69,10 @@ TEST(Perplexity, OneWindowMatchesTheLogits) {
   TempDir dir;
   const std::string text = std::string(testing::kEvaluationStory).substr(0, 250);
   write_file(dir.file("eval.txt"), text);
-  const std::vector<int32_t> ids = tokenize(stories(), text);
+  const std::vector<int32_t> ids = tokenize(stories_gguf(), text);
   ASSERT_GT(ids.size(), 60u);
   ASSERT_LE(ids.size(), 128u);  // one window of the model's context
-  const std::vector<float> logits = logits_of(stories(), ids, dir);
+  const std::vector<float> logits = logits_of(stories_gguf(), ids, dir);
   constexpr int kVocab = 512;
   ASSERT_EQ(logits.size(), ids.size() * kVocab);
   std::vector<double> nlls;
@@ -92,7 +83,7 @@ TEST(Perplexity, OneWindowMatchesTheLogits) {
   for (double e : nlls) var += (e - mean) * (e - mean) / (count - 1);
   const double se = std::exp(mean) * std::sqrt(var / count);
 
-  const nlohmann::json j = perplexity_json(stories(), dir.file("eval.txt"), "");
+  const nlohmann::json j = perplexity_json(stories_gguf(), dir.file("eval.txt"), "");
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["tokens"], ids.size() - 1);
   EXPECT_EQ(j["windows"], 1);
@@ -108,7 +99,7 @@ TEST(Perplexity, StridedWindowsScoreEachTokenOnceWithItsWindowsContext) {
   TempDir dir;
   const std::string text = testing::kEvaluationStory;
   write_file(dir.file("eval.txt"), text);
-  const std::vector<int32_t> ids = tokenize(stories(), text);
+  const std::vector<int32_t> ids = tokenize(stories_gguf(), text);
   const int ctx = 40, stride = 15, n = static_cast<int>(ids.size());
   constexpr int kVocab = 512;
   double sum = 0;
@@ -117,14 +108,14 @@ TEST(Perplexity, StridedWindowsScoreEachTokenOnceWithItsWindowsContext) {
   for (int begin = 0, scored = 1; scored < n; begin += stride, ++windows) {
     const int end = std::min(begin + ctx, n);
     const std::vector<int32_t> window(ids.begin() + begin, ids.begin() + end);
-    const std::vector<float> logits = logits_of(stories(), window, dir);
+    const std::vector<float> logits = logits_of(stories_gguf(), window, dir);
     for (int t = std::max(scored, begin + 1); t < end; ++t, ++count)
       sum += nll(&logits[static_cast<size_t>(t - 1 - begin) * kVocab], kVocab, ids[t]);
     scored = end;
   }
   ASSERT_EQ(count, n - 1);
   const nlohmann::json j = perplexity_json(
-      stories(), dir.file("eval.txt"),
+      stories_gguf(), dir.file("eval.txt"),
       "--ctx " + std::to_string(ctx) + " --stride " + std::to_string(stride));
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["tokens"], count);
@@ -133,7 +124,7 @@ TEST(Perplexity, StridedWindowsScoreEachTokenOnceWithItsWindowsContext) {
   EXPECT_NEAR(j["nll_mean"].get<double>(), sum / count, 1e-5);
 
   // Less context per token than in one window: a higher perplexity.
-  const nlohmann::json whole = perplexity_json(stories(), dir.file("eval.txt"), "");
+  const nlohmann::json whole = perplexity_json(stories_gguf(), dir.file("eval.txt"), "");
   EXPECT_GT(j["perplexity"].get<double>(), whole["perplexity"].get<double>());
 }
 
@@ -142,10 +133,9 @@ TEST(Perplexity, EqualLogitsGiveTheVocabularySize) {
   // has probability 1/n_vocab.
   TempDir dir;
   SynthOptions opt;
-  opt.name = "flat";
-  opt.shape = {.dim = 32, .ffn = 64, .layers = 1, .heads = 2, .kv_heads = 2, .vocab_size = 0,
-               .ctx = 64};
-  opt.vocab_from = stories();
+  opt.shape = {.name = "flat", .n_vocab = 0, .dim = 32, .n_layers = 1, .n_heads = 2, .n_kv_heads = 2,
+               .ffn_dim = 64, .ctx_len = 64};
+  opt.vocab_from = stories_gguf();
   ASSERT_TRUE(synth_llama(opt, dir.file("synth.gguf")).ok());
   auto synth = GgufFile::open(dir.file("synth.gguf"));
   ASSERT_TRUE(synth.ok());
@@ -171,7 +161,7 @@ TEST(Perplexity, BadArguments) {
   TempDir dir;
   write_file(dir.file("eval.txt"), testing::kEvaluationStory);
   write_file(dir.file("short.txt"), "");
-  const std::string base = duet_binary() + " perplexity -m " + stories();
+  const std::string base = duet_binary() + " perplexity -m " + stories_gguf();
   auto r = run_command(base + " -f " + dir.file("eval.txt") + " --ctx 32 --stride 32");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--stride 32"), std::string::npos) << r.output;

@@ -11,28 +11,17 @@
 #include "cli/story_text.h"
 #include "formats/gguf.h"
 #include "formats/llama_names.h"
-#include "formats/quantize.h"
 #include "kernels/quant.h"
+#include "quantize/rows.h"
 #include "test_util.h"
 
 namespace duet {
 namespace {
 
-using testing::duet_binary;
-using testing::run_command;
-using testing::shared_path;
-using testing::TempDir;
+using namespace testing;  // the paths, temp dirs and runner of test_util.h
 namespace n = gguf_names;
 
-std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-testing::CommandResult quantize(const std::string& args) {
-  return run_command(duet_binary() + " quantize -t 2 " + args);
-}
+CommandResult quantize(const std::string& args) { return run_duet("quantize -t 2 " + args); }
 
 // Greedy text, stdout only.
 std::string greedy(const std::string& model, int n_tokens) {
@@ -54,12 +43,12 @@ double perplexity(const std::string& model, const std::string& text_file) {
 TEST(QuantizeCli, Q8_0FileRereadsAsQuantizeRowWrites) {
   TempDir dir;
   const std::string out = dir.file("q8.gguf");
-  const auto r = quantize(stories() + " " + out + " q8_0");
+  const auto r = quantize(stories_gguf() + " " + out + " q8_0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("48/48"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("bits per weight"), std::string::npos) << r.output;
 
-  auto in = GgufFile::open(stories());
+  auto in = GgufFile::open(stories_gguf());
   auto q = GgufFile::open(out);
   ASSERT_TRUE(in.ok() && q.ok());
   for (const std::string& key : in->keys()) {
@@ -111,8 +100,8 @@ TEST(QuantizeCli, Q8_0FileRereadsAsQuantizeRowWrites) {
 // a few paragraphs.
 TEST(QuantizeCli, Q8_0KeepsTheGreedyTextOfF32) {
   TempDir dir;
-  ASSERT_EQ(quantize(stories() + " " + dir.file("q8.gguf") + " q8_0").exit_code, 0);
-  const std::string f32 = greedy(stories(), 100);
+  ASSERT_EQ(quantize(stories_gguf() + " " + dir.file("q8.gguf") + " q8_0").exit_code, 0);
+  const std::string f32 = greedy(stories_gguf(), 100);
   const std::string q8 = greedy(dir.file("q8.gguf"), 100);
   ASSERT_GT(f32.size(), 250u);  // 100 tokens of a 512-token vocabulary
   EXPECT_EQ(q8, f32);
@@ -131,14 +120,14 @@ TEST(QuantizeCli, FourBitTypesStayWithinThePerplexityBound) {
   TempDir dir;
   write_file(dir.file("eval.txt"), testing::kEvaluationStory);
   write_file(dir.file("calib.txt"), testing::kCalibrationStory);
-  const double base = perplexity(stories(), dir.file("eval.txt"));
+  const double base = perplexity(stories_gguf(), dir.file("eval.txt"));
   ASSERT_TRUE(std::isfinite(base));
-  ASSERT_EQ(quantize(stories() + " " + dir.file("q8.gguf") + " q8_0").exit_code, 0);
+  ASSERT_EQ(quantize(stories_gguf() + " " + dir.file("q8.gguf") + " q8_0").exit_code, 0);
   EXPECT_LT(std::fabs(perplexity(dir.file("q8.gguf"), dir.file("eval.txt")) / base - 1), 0.01);
   for (const std::string type : {"q4_0", "q4_k"}) {
     for (const std::string& calib : {std::string(), " --calibrate " + dir.file("calib.txt")}) {
       const std::string out = dir.file(type + ".gguf");
-      const auto r = quantize(stories() + " " + out + " " + type + calib);
+      const auto r = quantize(stories_gguf() + " " + out + " " + type + calib);
       ASSERT_EQ(r.exit_code, 0) << r.output;
       const double ppl = perplexity(out, dir.file("eval.txt"));
       std::printf("stories260K %s%s: perplexity %.4f (F32 %.4f, %+.2f%%)\n", type.c_str(),
@@ -152,7 +141,7 @@ TEST(QuantizeCli, FourBitTypesStayWithinThePerplexityBound) {
 TEST(QuantizeCli, KeepLeavesTensorsUnchanged) {
   TempDir dir;
   const std::string out = dir.file("q4.gguf");
-  const auto r = quantize(stories() + " " + out + " q4_0 --keep 'blk.0.*' --keep 'attn_v'");
+  const auto r = quantize(stories_gguf() + " " + out + " q4_0 --keep 'blk.0.*' --keep 'attn_v'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto q = GgufFile::open(out);
   ASSERT_TRUE(q.ok());
@@ -167,13 +156,13 @@ TEST(QuantizeCli, KeepLeavesTensorsUnchanged) {
 
 TEST(QuantizeCli, BadInvocations) {
   TempDir dir;
-  auto r = quantize(stories() + " " + dir.file("x.gguf") + " q3_k");
+  auto r = quantize(stories_gguf() + " " + dir.file("x.gguf") + " q3_k");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("q3_k"), std::string::npos) << r.output;
   r = quantize(dir.file("missing.gguf") + " " + dir.file("x.gguf") + " q8_0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("missing.gguf"), std::string::npos) << r.output;
-  r = quantize(stories() + " " + dir.file("x.gguf") + " q4_k --calibrate " + dir.file("none.txt"));
+  r = quantize(stories_gguf() + " " + dir.file("x.gguf") + " q4_k --calibrate " + dir.file("none.txt"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("none.txt"), std::string::npos) << r.output;
   EXPECT_FALSE(std::ifstream(dir.file("x.gguf")).good());

@@ -10,14 +10,11 @@ namespace duet {
 namespace {
 
 using testing::run_command;
+using testing::write_file;
 
 std::string duet_tokenize(const std::string& args) {
   return testing::duet_binary() + " tokenize -m " +
          testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf") + " " + args;
-}
-
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary) << content;
 }
 
 TEST(TokenizeCommand, PrintsIds) {

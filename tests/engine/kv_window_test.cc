@@ -197,8 +197,8 @@ TEST(KvWindow, APromptLongerThanTheContextIsPrefilledAWindowAtATime) {
 TEST(KvWindow, ModelSlidingWindowReleasesBlocksOutOfReach) {
   testing::TempDir dir;
   SynthOptions o;
-  o.name = "windowed";
-  o.shape = {.dim = 64, .ffn = 192, .layers = 2, .heads = 4, .kv_heads = 2, .ctx = 512, .sliding_window = 32};
+  o.shape = {.name = "windowed", .dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 192,
+             .ctx_len = 512, .sliding_window = 32};
   o.seed = 9;
   o.vocab_from = stories_path();
   ASSERT_TRUE(synth_llama(o, dir.file("w.gguf")).ok());

@@ -12,8 +12,8 @@
 #include "engine/engine.h"
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
-#include "formats/quantize.h"
 #include "engine/stories_model.h"
+#include "quantize/quantize_gguf.h"
 #include "test_util.h"
 
 namespace duet {
@@ -126,10 +126,10 @@ using testing::stories_path;
 
 // A random-weight model with stories260K's vocabulary.
 std::string synth_with_stories_vocab(const testing::TempDir& dir, const std::string& name,
-                                     uint64_t seed, int64_t dim) {
+                                     uint64_t seed, int32_t dim) {
   SynthOptions o;
-  o.name = name;
-  o.shape = {.dim = dim, .ffn = dim * 3, .layers = 2, .heads = 4, .kv_heads = 2, .ctx = 512};
+  o.shape = {.name = name, .dim = dim, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = dim * 3,
+             .ctx_len = 512};
   o.seed = seed;
   o.vocab_from = stories_path();
   const std::string path = dir.file(name + ".gguf");
@@ -318,8 +318,8 @@ TEST(SpeculativeEngine, ADraftWithAnotherVocabularyIsRefused) {
   testing::TempDir dir;
   auto target = load(stories_path());
   SynthOptions o;
-  o.name = "other-vocab";
-  o.shape = {.dim = 32, .ffn = 96, .layers = 1, .heads = 4, .kv_heads = 4, .vocab_size = 600, .ctx = 128};
+  o.shape = {.name = "other-vocab", .n_vocab = 600, .dim = 32, .n_layers = 1, .n_heads = 4, .n_kv_heads = 4,
+             .ffn_dim = 96, .ctx_len = 128};
   ASSERT_TRUE(synth_llama(o, dir.file("other.gguf")).ok());
   auto other = load(dir.file("other.gguf"));
   ASSERT_TRUE(target && other);

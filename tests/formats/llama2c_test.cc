@@ -13,6 +13,7 @@
 #include "formats/llama2c.h"
 #include "formats/llama_import.h"
 #include "formats/llama_names.h"
+#include "formats/vocab_expect.h"
 #include "test_util.h"
 
 namespace duet {
@@ -76,16 +77,16 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 TEST(Llama2c, Stories260KConfig) {
   auto ck = read_llama2c_checkpoint(shared_path(kStoriesBin));
   ASSERT_TRUE(ck.ok()) << ck.error().message;
-  const Llama2cConfig& c = ck->config;
-  EXPECT_EQ(c.version, 0);
+  const ModelConfig& c = ck->config;
+  EXPECT_EQ(ck->version, 0);
   EXPECT_EQ(c.dim, 64);
-  EXPECT_EQ(c.hidden_dim, 172);
+  EXPECT_EQ(c.ffn_dim, 172);
   EXPECT_EQ(c.n_layers, 5);
   EXPECT_EQ(c.n_heads, 8);
   EXPECT_EQ(c.n_kv_heads, 4);
-  EXPECT_EQ(c.vocab_size, 512);
-  EXPECT_EQ(c.seq_len, 512);
-  EXPECT_TRUE(c.shared_classifier);
+  EXPECT_EQ(c.n_vocab, 512);
+  EXPECT_EQ(c.ctx_len, 512);
+  EXPECT_TRUE(c.tied_output);
   EXPECT_FALSE(ck->wcls.has_value());
   ASSERT_EQ(ck->layers.size(), 5u);
   EXPECT_EQ(ck->layers[0].wk.shape, (std::vector<int64_t>{32, 64}));
@@ -112,10 +113,7 @@ TEST(Llama2c, Stories260KMatchesLlamaCppConversion) {
     EXPECT_TRUE(same_bytes(*t, r)) << r.name;
   }
 
-  for (const std::string& k : {n::kTokTokens}) EXPECT_EQ(*ours.get_strings(k), *ref->get_strings(k));
-  expect_same_bits(*ours.get_floats(n::kTokScores), *ref->get_floats(n::kTokScores));
-  EXPECT_EQ(*ours.get_ints(n::kTokTypes), *ref->get_ints(n::kTokTypes));
-  for (const std::string& k : {n::kTokBos, n::kTokEos, n::kTokUnk}) EXPECT_EQ(*ours.get_uint(k), *ref->get_uint(k)) << k;
+  testing::expect_same_llama_vocab(ours, *ref);
   EXPECT_EQ(*ours.get_string(n::kTokModel), "llama");
   EXPECT_EQ(*ours.get_string(n::kArchitecture), "llama");
 
@@ -142,17 +140,17 @@ TEST(Llama2c, Aidreams260K) {
   const std::string bin = shared_path("models/aidreams260K/aidreams260K.bin");
   auto ck = read_llama2c_checkpoint(bin);
   ASSERT_TRUE(ck.ok()) << ck.error().message;
-  const Llama2cConfig& c = ck->config;
+  const ModelConfig& c = ck->config;
   EXPECT_EQ(c.n_layers, 4);
   EXPECT_EQ(c.n_heads, 4);
   EXPECT_EQ(c.n_kv_heads, 4);
-  EXPECT_EQ(c.seq_len, 128);
-  EXPECT_TRUE(c.shared_classifier);
+  EXPECT_EQ(c.ctx_len, 128);
+  EXPECT_TRUE(c.tied_output);
 
-  const int hs = c.head_size();
+  const int hs = c.head_dim;
   const float* freq_real = ck->rms_final.data + c.dim;
-  const float* freq_imag = freq_real + c.seq_len * hs / 2;
-  for (int pos = 0; pos < c.seq_len; pos += 7) {
+  const float* freq_imag = freq_real + c.ctx_len * hs / 2;
+  for (int pos = 0; pos < c.ctx_len; pos += 7) {
     for (int i = 0; i < hs / 2; ++i) {
       const double angle = pos * std::pow(10000.0, -2.0 * i / hs);
       EXPECT_NEAR(freq_real[pos * hs / 2 + i], std::cos(angle), 1e-4) << pos << " " << i;
@@ -203,9 +201,9 @@ TEST(Llama2c, Version2Q8MatchesFp32) {
   ASSERT_TRUE(q8.ok()) << q8.error().message;
   auto f32 = read_llama2c_checkpoint(shared_path(kStoriesBin));
   ASSERT_TRUE(f32.ok());
-  EXPECT_EQ(q8->config.version, 2);
-  EXPECT_EQ(q8->config.group_size, 4);
-  EXPECT_EQ(q8->config.seq_len, 512);
+  EXPECT_EQ(q8->version, 2);
+  EXPECT_EQ(q8->group_size, 4);
+  EXPECT_EQ(q8->config.ctx_len, 512);
 
   auto exact = [](const Llama2cWeight& a, const Llama2cWeight& b) {
     ASSERT_EQ(a.shape, b.shape);
@@ -237,10 +235,10 @@ TEST(Llama2c, Version2Q8MatchesFp32) {
 // classifier) from stories260K's weights, to check the other layouts.
 std::vector<uint8_t> version1_bytes(const Llama2cCheckpoint& ck, const Llama2cWeight* wcls) {
   std::vector<uint8_t> b(256, 0);
-  const Llama2cConfig& c = ck.config;
+  const ModelConfig& c = ck.config;
   put_i32(b, 0, 0x616b3432);
   put_i32(b, 4, 1);
-  const int32_t params[7] = {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len};
+  const int32_t params[7] = {c.dim, c.ffn_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.n_vocab, c.ctx_len};
   std::memcpy(b.data() + 8, params, sizeof params);
   b[36] = wcls ? 0 : 1;
   for (auto& l : ck.layers) append_weight(b, l.rms_att);
@@ -275,8 +273,8 @@ TEST(Llama2c, Version1ReadsLikeLegacy) {
   write_all(dir.file("v1.bin"), version1_bytes(*legacy, nullptr));
   auto v1 = read_llama2c_checkpoint(dir.file("v1.bin"));
   ASSERT_TRUE(v1.ok()) << v1.error().message;
-  EXPECT_EQ(v1->config.version, 1);
-  EXPECT_TRUE(v1->config.shared_classifier);
+  EXPECT_EQ(v1->version, 1);
+  EXPECT_TRUE(v1->config.tied_output);
   expect_same_weights(*legacy, *v1);
 }
 
@@ -299,8 +297,8 @@ TEST(Llama2c, SeparateClassifierIsWrittenAsOutput) {
   for (const char* file : {"v0.bin", "v1.bin"}) {
     auto ck = read_llama2c_checkpoint(dir.file(file));
     ASSERT_TRUE(ck.ok()) << ck.error().message;
-    EXPECT_FALSE(ck->config.shared_classifier);
-    EXPECT_EQ(ck->config.vocab_size, 512);
+    EXPECT_FALSE(ck->config.tied_output);
+    EXPECT_EQ(ck->config.n_vocab, 512);
     auto tok = read_llama2c_tokenizer(shared_path(kStoriesTok));
     auto w = llama2c_gguf(*ck, vocab_from_llama2c(*tok), "cls");
     ASSERT_TRUE(w.ok());
@@ -330,9 +328,7 @@ TEST(Llama2c, VocabSizeMismatchIsAnError) {
 std::string checkpoint_error(const TempDir& dir, const std::vector<uint8_t>& bytes) {
   const std::string path = dir.file("bad.bin");
   write_all(path, bytes);
-  auto ck = read_llama2c_checkpoint(path);
-  EXPECT_FALSE(ck.ok());
-  return ck.ok() ? "" : ck.error().message;
+  return testing::failure_message(read_llama2c_checkpoint(path));
 }
 
 TEST(Llama2c, TruncatedCheckpointIsAnError) {
@@ -423,9 +419,7 @@ TEST(Llama2c, RandomCheckpointsAreErrors) {
 std::string tokenizer_error(const TempDir& dir, const std::vector<uint8_t>& bytes) {
   const std::string path = dir.file("bad_tok.bin");
   write_all(path, bytes);
-  auto t = read_llama2c_tokenizer(path);
-  EXPECT_FALSE(t.ok());
-  return t.ok() ? "" : t.error().message;
+  return testing::failure_message(read_llama2c_tokenizer(path));
 }
 
 TEST(Llama2c, Tok512) {

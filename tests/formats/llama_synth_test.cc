@@ -17,18 +17,20 @@ namespace {
 namespace names = gguf_names;
 using testing::TempDir;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-LlamaShape small_shape() {
-  return {.dim = 64, .ffn = 96, .layers = 2, .heads = 4, .kv_heads = 2, .head_dim = 0,
-          .vocab_size = 301, .ctx = 128, .rope_base = 500000.0, .rms_eps = 1e-6, .tied = false};
+ModelConfig small_shape() {
+  return {.name = "synth-test", .n_vocab = 301, .dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+          .ffn_dim = 96, .ctx_len = 128, .rope_base = 500000.0f, .rms_eps = 1e-6f};
 }
 
 SynthOptions options(DType dtype, uint64_t seed) {
-  return {.name = "synth-test", .shape = small_shape(), .dtype = dtype, .seed = seed, .vocab_from = ""};
+  return {.shape = small_shape(), .dtype = dtype, .seed = seed, .vocab_from = ""};
+}
+
+// The small shape drawn in `dtype` with `seed`, written to dir and opened.
+Result<GgufFile> synth_file(const TempDir& dir, DType dtype, uint64_t seed) {
+  const std::string path = dir.file("m.gguf");
+  DUET_TRY(synth_llama(options(dtype, seed), path));
+  return GgufFile::open(path);
 }
 
 void expect_tensor(const GgufFile& f, const std::string& name, DType dtype, int64_t ne0, int64_t ne1) {
@@ -41,9 +43,7 @@ void expect_tensor(const GgufFile& f, const std::string& name, DType dtype, int6
 
 TEST(LlamaSynth, WritesShapesKeysAndDtypes) {
   TempDir dir;
-  const std::string path = dir.file("m.gguf");
-  ASSERT_TRUE(synth_llama(options(DType::F16, 7), path).ok());
-  auto f = GgufFile::open(path);
+  auto f = synth_file(dir, DType::F16, 7);
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(*f->get_string(names::kArchitecture), "llama");
   EXPECT_EQ(*f->get_string(names::kName), "synth-test");
@@ -92,9 +92,7 @@ TEST(LlamaSynth, WritesShapesKeysAndDtypes) {
 // deviation 1/sqrt(dim), norms are 1 with small noise.
 TEST(LlamaSynth, WeightStatistics) {
   TempDir dir;
-  const std::string path = dir.file("m.gguf");
-  ASSERT_TRUE(synth_llama(options(DType::BF16, 3), path).ok());
-  auto f = GgufFile::open(path);
+  auto f = synth_file(dir, DType::BF16, 3);
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(*f->get_uint(names::kFileType), 32u);
   const TensorView* q = f->tensor(names::blk(0, names::kAttnQ));
@@ -123,8 +121,8 @@ TEST(LlamaSynth, SameSeedSameBytesOtherSeedOtherWeights) {
   ASSERT_TRUE(synth_llama(options(DType::F32, 42), dir.file("a.gguf")).ok());
   ASSERT_TRUE(synth_llama(options(DType::F32, 42), dir.file("b.gguf")).ok());
   ASSERT_TRUE(synth_llama(options(DType::F32, 43), dir.file("c.gguf")).ok());
-  const std::string a = slurp(dir.file("a.gguf")), b = slurp(dir.file("b.gguf")),
-                    c = slurp(dir.file("c.gguf"));
+  const std::string a = testing::read_file(dir.file("a.gguf")), b = testing::read_file(dir.file("b.gguf")),
+                    c = testing::read_file(dir.file("c.gguf"));
   ASSERT_GT(a.size(), 64u * 301u * 4u);
   EXPECT_EQ(a, b);
   ASSERT_EQ(a.size(), c.size());  // same shape, same layout
@@ -134,7 +132,7 @@ TEST(LlamaSynth, SameSeedSameBytesOtherSeedOtherWeights) {
 TEST(LlamaSynth, TiedHeadAndExplicitHeadDim) {
   TempDir dir;
   SynthOptions opt = options(DType::F32, 1);
-  opt.shape.tied = true;
+  opt.shape.tied_output = true;
   opt.shape.head_dim = 32;  // 4 heads * 32 = 128 != dim 64
   ASSERT_TRUE(synth_llama(opt, dir.file("m.gguf")).ok());
   auto f = GgufFile::open(dir.file("m.gguf"));
@@ -155,7 +153,7 @@ TEST(LlamaSynth, CopiesVocabularyFromAnotherGguf) {
   auto ref = GgufFile::open(src);
   ASSERT_TRUE(ref.ok()) << ref.error().message;
   SynthOptions opt = options(DType::F32, 1);
-  opt.shape.vocab_size = 0;
+  opt.shape.n_vocab = 0;
   opt.vocab_from = src;
   ASSERT_TRUE(synth_llama(opt, dir.file("m.gguf")).ok());
   auto f = GgufFile::open(dir.file("m.gguf"));
@@ -165,7 +163,7 @@ TEST(LlamaSynth, CopiesVocabularyFromAnotherGguf) {
   EXPECT_EQ(*f->get_string(names::kTokModel), *ref->get_string(names::kTokModel));
   expect_tensor(*f, names::kTokenEmbd, DType::F32, 64, 512);
 
-  opt.shape.vocab_size = 1000;  // disagrees with the file's 512 tokens
+  opt.shape.n_vocab = 1000;  // disagrees with the file's 512 tokens
   Status st = synth_llama(opt, dir.file("n.gguf"));
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("512"), std::string::npos) << st.error().message;
@@ -179,10 +177,10 @@ TEST(LlamaSynth, RejectsUnusableShapes) {
     EXPECT_NE(st.error().message.find(needle), std::string::npos) << st.error().message;
   };
   SynthOptions o = options(DType::F32, 0);
-  o.shape.kv_heads = 3;
+  o.shape.n_kv_heads = 3;
   fails_with(o, "kv-heads");
   o = options(DType::F32, 0);
-  o.shape.vocab_size = 100;
+  o.shape.n_vocab = 100;
   fails_with(o, "vocab-size");
   o = options(DType::F32, 0);
   o.shape.dim = 0;
@@ -195,7 +193,7 @@ TEST(LlamaSynth, RejectsUnusableShapes) {
   EXPECT_FALSE(llama_preset("gpt-5").ok());
   auto p = llama_preset("tinyllama-1.1b");
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->kv_heads, 4);
+  EXPECT_EQ(p->n_kv_heads, 4);
   EXPECT_TRUE(validate_shape(*p).ok());
 }
 

@@ -21,10 +21,7 @@ namespace {
 
 using nlohmann::json;
 using testing::TempDir;
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using testing::write_file;
 
 std::string le64(uint64_t v) {
   std::string s(8, '\0');
@@ -229,18 +226,18 @@ json llama_config() {
 TEST(HfConfig, ReadsDefaultsAndArchitectures) {
   auto c = parse_hf_config(llama_config().dump(), "config.json");
   ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->gguf_arch, "llama");
-  EXPECT_EQ(c->head_dim, 8);
-  EXPECT_EQ(c->rope_theta, 10000.0);
+  EXPECT_EQ(c->model.arch, "llama");
+  EXPECT_EQ(c->model.head_dim, 8);
+  EXPECT_EQ(c->model.rope_base, 10000.0);
   EXPECT_TRUE(c->permute_qk());
 
   json m = llama_config();
   m["architectures"] = {"MistralForCausalLM"};
-  EXPECT_EQ(parse_hf_config(m.dump(), "c")->sliding_window, 4096);  // MistralConfig's default
+  EXPECT_EQ(parse_hf_config(m.dump(), "c")->model.sliding_window, 4096);  // MistralConfig's default
   m["sliding_window"] = nullptr;
-  EXPECT_EQ(parse_hf_config(m.dump(), "c")->sliding_window, 0);
+  EXPECT_EQ(parse_hf_config(m.dump(), "c")->model.sliding_window, 0);
   m["sliding_window"] = 100;
-  EXPECT_EQ(parse_hf_config(m.dump(), "c")->sliding_window, 100);
+  EXPECT_EQ(parse_hf_config(m.dump(), "c")->model.sliding_window, 100);
 
   json q = llama_config();
   q["architectures"] = {"Qwen2ForCausalLM"};
@@ -248,13 +245,13 @@ TEST(HfConfig, ReadsDefaultsAndArchitectures) {
   q["sliding_window"] = 64;
   auto qc = parse_hf_config(q.dump(), "c");
   ASSERT_TRUE(qc.ok()) << qc.error().message;
-  EXPECT_EQ(qc->gguf_arch, "qwen2");
-  EXPECT_TRUE(qc->qkv_bias);
+  EXPECT_EQ(qc->model.arch, "qwen2");
+  EXPECT_TRUE(qc->model.qkv_bias);
   EXPECT_FALSE(qc->permute_qk());
-  EXPECT_EQ(qc->sliding_window, 0);
+  EXPECT_EQ(qc->model.sliding_window, 0);
   q["use_sliding_window"] = true;
   q["max_window_layers"] = 0;
-  EXPECT_EQ(parse_hf_config(q.dump(), "c")->sliding_window, 64);
+  EXPECT_EQ(parse_hf_config(q.dump(), "c")->model.sliding_window, 64);
   q["num_hidden_layers"] = 4;
   q["max_window_layers"] = 2;
   EXPECT_FALSE(parse_hf_config(q.dump(), "c").ok());
@@ -345,6 +342,12 @@ struct Folder {
     write_file(dir.file("config.json"), config.dump());
     write_file(dir.file("model.safetensors"), st_file(tensors));
   }
+  // The folder as Model::load sees it.
+  Result<GgufFile> as_gguf() {
+    write();
+    DUET_ASSIGN(std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(dir.path()));
+    return hf_as_gguf(ck);
+  }
   std::string open_error() {
     write();
     auto ck = HfCheckpoint::open(dir.path());
@@ -360,10 +363,7 @@ float first_of_row(const TensorView& t, int64_t row) {
 
 TEST(HfImport, PermutesQkRowsForLlama) {
   Folder f;
-  f.write();
-  auto ck = HfCheckpoint::open(f.dir.path());
-  ASSERT_TRUE(ck.ok()) << ck.error().message;
-  auto file = hf_as_gguf(*ck);
+  auto file = f.as_gguf();
   ASSERT_TRUE(file.ok()) << file.error().message;
   const TensorView* q = file->tensor("blk.0.attn_q.weight");
   ASSERT_NE(q, nullptr);
@@ -389,10 +389,7 @@ TEST(HfImport, KeepsQwen2RowsAndBiases) {
   f.tensors.push_back({p + "self_attn.q_proj.bias", {16}, std::vector<float>(16, 0.5f)});
   f.tensors.push_back({p + "self_attn.k_proj.bias", {8}, std::vector<float>(8, 0.5f)});
   f.tensors.push_back({p + "self_attn.v_proj.bias", {8}, std::vector<float>(8, 0.5f)});
-  f.write();
-  auto ck = HfCheckpoint::open(f.dir.path());
-  ASSERT_TRUE(ck.ok()) << ck.error().message;
-  auto file = hf_as_gguf(*ck);
+  auto file = f.as_gguf();
   ASSERT_TRUE(file.ok()) << file.error().message;
   const TensorView* q = file->tensor("blk.0.attn_q.weight");
   for (int64_t r = 0; r < 16; ++r) EXPECT_EQ(first_of_row(*q, r), r);

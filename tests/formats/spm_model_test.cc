@@ -11,6 +11,7 @@
 #include "formats/llama_import.h"
 #include "formats/llama_names.h"
 #include "formats/spm_model.h"
+#include "formats/vocab_expect.h"
 #include "test_util.h"
 
 namespace duet {
@@ -51,11 +52,7 @@ std::string unk_bos_eos() { return piece("<unk>", 0, 2) + piece("<s>", 0, 3) + p
 
 Result<SpmModel> parse(const std::string& bytes) { return parse_spm_model(bytes, "test.model"); }
 
-std::string parse_error(const std::string& bytes) {
-  auto m = parse(bytes);
-  EXPECT_FALSE(m.ok());
-  return m.ok() ? "" : m.error().message;
-}
+std::string parse_error(const std::string& bytes) { return testing::failure_message(parse(bytes)); }
 
 TEST(SpmModel, Llama2TokenizerModel) {
   auto m = read_spm_model(shared_path(kLlama2Model));
@@ -91,14 +88,7 @@ TEST(SpmModel, VocabOnlyMatchesLlamaCpp) {
 
   EXPECT_TRUE(ours->tensors().empty());
   EXPECT_EQ(*ours->get_string(n::kArchitecture), "llama");
-  EXPECT_EQ(*ours->get_string(n::kTokModel), *ref->get_string(n::kTokModel));
-  EXPECT_EQ(*ours->get_strings(n::kTokTokens), *ref->get_strings(n::kTokTokens));
-  const auto a = *ours->get_floats(n::kTokScores), b = *ref->get_floats(n::kTokScores);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
-  EXPECT_EQ(*ours->get_ints(n::kTokTypes), *ref->get_ints(n::kTokTypes));
-  for (const std::string& k : {n::kTokBos, n::kTokEos, n::kTokUnk})
-    EXPECT_EQ(*ours->get_uint(k), *ref->get_uint(k)) << k;
+  testing::expect_same_llama_vocab(*ours, *ref);
   EXPECT_EQ(*ours->get_bool(n::kTokAddBos), *ref->get_bool(n::kTokAddBos));
   EXPECT_EQ(*ours->get_bool(n::kTokAddEos), *ref->get_bool(n::kTokAddEos));
   EXPECT_TRUE(*ours->get_bool(n::kTokAddSpacePrefix));

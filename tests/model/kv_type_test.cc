@@ -104,14 +104,14 @@ TEST(KvType, StoriesLogitsCloseToF16Kv) {
   expect_close_to_f16(**m, ids, tols);
 }
 
-LlamaShape synth_shape() {
+ModelConfig synth_shape() {
   // head_dim 64 as in TinyLlama and Llama 2 7B; GQA 2:1.
-  return {.dim = 256, .ffn = 512, .layers = 3, .heads = 4, .kv_heads = 2, .head_dim = 0,
-          .vocab_size = 301, .ctx = 256, .rope_base = 10000.0, .rms_eps = 1e-5, .tied = false};
+  return {.name = "kv-synth", .n_vocab = 301, .dim = 256, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2,
+          .ffn_dim = 512, .ctx_len = 256};
 }
 
 std::unique_ptr<Model> synth_model(const testing::TempDir& dir) {
-  SynthOptions opt{.name = "kv-synth", .shape = synth_shape(), .dtype = DType::F32, .seed = 5, .vocab_from = ""};
+  SynthOptions opt{.shape = synth_shape(), .dtype = DType::F32, .seed = 5, .vocab_from = ""};
   const std::string path = dir.file("synth.gguf");
   EXPECT_TRUE(synth_llama(opt, path).ok());
   auto m = Model::load(path);

@@ -2,6 +2,7 @@
 // GPT-2 byte alphabet, and the three pre-tokenizer rules on hand-traced cases.
 #include <gtest/gtest.h>
 
+#include "core/utf8.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode_data.h"
@@ -18,7 +19,7 @@ std::vector<std::string> split(PreTokenizer kind, const std::string& text) {
   size_t begin = 0;
   for (size_t end : ends) {
     std::string w;
-    for (size_t i = begin; i < end; ++i) append_utf8(cps[i], w);
+    for (size_t i = begin; i < end; ++i) utf8::append(cps[i], w);
     words.push_back(w);
     begin = end;
   }

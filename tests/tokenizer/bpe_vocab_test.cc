@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/utf8.h"
 #include "formats/gguf.h"
 #include "test_util.h"
+#include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -17,13 +19,7 @@ namespace duet {
 namespace {
 
 using Ids = std::vector<int32_t>;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::read_file;
 
 std::string vocab_path(const std::string& name) {
   return testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-" + name + ".gguf");
@@ -47,33 +43,16 @@ std::string show(const Ids& ids) {
   return s;
 }
 
-// X.gguf.inp: strings separated by "\n__ggml_vocab_test__\n"; X.gguf.out: one
-// line of ids per string.
 void check_llama_cpp_vectors(const std::string& name) {
   const auto tok = load(vocab_path(name));
   ASSERT_TRUE(tok);
-  const std::string inp = read_file(vocab_path(name) + ".inp");
-  const std::string out = read_file(vocab_path(name) + ".out");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> texts;
-  for (size_t pos = 0; pos < inp.size();) {
-    const size_t next = inp.find(sep, pos);
-    ASSERT_NE(next, std::string::npos) << "unterminated test string in " << name;
-    texts.push_back(inp.substr(pos, next - pos));
-    pos = next + sep.size();
+  const auto vectors = testing::read_llama_cpp_vectors(vocab_path(name));
+  ASSERT_TRUE(vectors.ok()) << vectors.error().message;
+  for (size_t n = 0; n < vectors->size(); ++n) {
+    const testing::VocabVector& v = (*vectors)[n];
+    EXPECT_EQ(show(tok->encode(v.text, false)), show(v.ids)) << name << " string " << n << ": '" << v.text << "'";
   }
-  std::istringstream lines(out);
-  std::string line;
-  size_t n = 0;
-  for (const std::string& text : texts) {
-    ASSERT_TRUE(std::getline(lines, line)) << "missing expected ids for string " << n;
-    Ids want;
-    std::istringstream ids(line);
-    for (int32_t id; ids >> id;) want.push_back(id);
-    EXPECT_EQ(show(tok->encode(text, false)), show(want)) << name << " string " << n << ": '" << text << "'";
-    ++n;
-  }
-  EXPECT_GE(n, 40u);
+  EXPECT_GE(vectors->size(), 40u);
 }
 
 TEST(BpeVocab, Gpt2MatchesLlamaCppVectors) { check_llama_cpp_vectors("gpt-2"); }
@@ -213,7 +192,7 @@ TEST(BpeVocab, RandomBytesRoundTrip) {
       std::vector<uint32_t> cps;
       decode_utf8_lossy(s, cps);
       std::string want;
-      for (uint32_t cp : cps) append_utf8(cp, want);
+      for (uint32_t cp : cps) utf8::append(cp, want);
       EXPECT_EQ(tok->decode(tok->encode(s, false)), want) << name;
     }
   }

@@ -10,12 +10,14 @@
 
 #include "formats/gguf.h"
 #include "test_util.h"
+#include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace duet {
 namespace {
 
+using testing::read_file;
 using testing::shared_path;
 using Ids = std::vector<int32_t>;
 
@@ -32,13 +34,6 @@ const Tokenizer& llama() {
   static const std::unique_ptr<Tokenizer> t =
       load(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
   return *t;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 TEST(SpmTokenizer, LoadsLlamaVocab) {
@@ -58,28 +53,14 @@ TEST(SpmTokenizer, LoadsLlamaVocab) {
 // llama.cpp's test-tokenizer-0 vectors: every string must give exactly the
 // listed ids (no BOS).
 TEST(SpmTokenizer, LlamaCppVectors) {
-  const std::string base = shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf");
-  const std::string inp = read_file(base + ".inp");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> texts;
-  for (size_t pos = 0; pos < inp.size();) {
-    const size_t end = inp.find(sep, pos);
-    ASSERT_NE(end, std::string::npos) << "unterminated test string at byte " << pos;
-    texts.push_back(inp.substr(pos, end - pos));
-    pos = end + sep.size();
+  const auto vectors =
+      testing::read_llama_cpp_vectors(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
+  ASSERT_TRUE(vectors.ok()) << vectors.error().message;
+  ASSERT_GT(vectors->size(), 30u);
+  for (size_t i = 0; i < vectors->size(); ++i) {
+    const testing::VocabVector& v = (*vectors)[i];
+    EXPECT_EQ(llama().encode(v.text, false), v.ids) << "string " << i << ": '" << v.text << "'";
   }
-  std::istringstream out(read_file(base + ".out"));
-  std::vector<Ids> expected;
-  for (std::string line; std::getline(out, line);) {
-    Ids ids;
-    std::istringstream ls(line);
-    for (int32_t id; ls >> id;) ids.push_back(id);
-    expected.push_back(ids);
-  }
-  ASSERT_GT(texts.size(), 30u);
-  ASSERT_EQ(texts.size(), expected.size());
-  for (size_t i = 0; i < texts.size(); ++i)
-    EXPECT_EQ(llama().encode(texts[i], false), expected[i]) << "string " << i << ": '" << texts[i] << "'";
 }
 
 // llama-tokenizer-js's cases: encode with BOS, and decode with/without the

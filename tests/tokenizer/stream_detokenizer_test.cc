@@ -7,7 +7,7 @@
 #include "formats/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace duet {
 namespace {

@@ -28,7 +28,13 @@ struct Args {
 struct CallSite {
   Pos pos;
   size_t max_size;
+
+  // An error when a built value of n bytes would exceed max_size.
+  Status check_size(size_t n) const;
 };
+
+// "`what` cannot take a list at line 1:5", or the undefined value's own message.
+Error type_error(const char* what, const Value& v, const CallSite& site);
 
 // Applies a filter by name. `apply_test` lets select/reject run tests.
 Result<Value> call_filter(const std::string& name, const Value& in, const Args& args, const CallSite& site);
@@ -36,9 +42,5 @@ Result<bool> call_test(const std::string& name, const Value& in, const Args& arg
 Result<Value> call_method(const Value& obj, const std::string& name, const Args& args, const CallSite& site);
 // Global functions; raise_exception returns its message as the error.
 Result<Value> call_global(const std::string& name, const Args& args, const CallSite& site);
-
-// Code points of UTF-8 text (an invalid byte becomes U+FFFD), and back.
-std::u32string decode_utf8(std::string_view s);
-std::string encode_utf8(std::u32string_view s);
 
 }  // namespace duet::jinja

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/strings.h"
 
 namespace duet::jinja {
 namespace {

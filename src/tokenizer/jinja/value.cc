@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "core/keyed_list.h"
+
 namespace duet::jinja {
 
 const Value* Dict::find(std::string_view key) const {
@@ -13,15 +15,7 @@ const Value* Dict::find(std::string_view key) const {
   return nullptr;
 }
 
-void Dict::set(const std::string& key, Value v) {
-  for (auto& [k, old] : items) {
-    if (k == key) {
-      old = std::move(v);
-      return;
-    }
-  }
-  items.emplace_back(key, std::move(v));
-}
+void Dict::set(const std::string& key, Value v) { set_keyed(items, key, std::move(v)); }
 
 Value Value::undefined(std::string what) {
   Value v;

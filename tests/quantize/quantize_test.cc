@@ -1,7 +1,7 @@
 // duet quantize's policy and file rewrite: which tensor gets which type, the
 // bytes written equal what the reference quantizers produce, metadata is
 // preserved, and the importance-weighted quantizers do what they claim.
-#include "formats/quantize.h"
+#include "quantize/quantize_gguf.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,10 @@
 #include <random>
 
 #include "core/half.h"
+#include "formats/file_type.h"
 #include "formats/llama_names.h"
-#include "formats/weighted_quant.h"
 #include "kernels/quant.h"
+#include "quantize/weighted_quant.h"
 #include "test_util.h"
 
 namespace duet {
@@ -193,6 +194,16 @@ std::vector<uint8_t> expected_bytes(const Source& s, DType to, const float* impo
   return out;
 }
 
+// A rewrite of the make_sources() model: its file, a pool, the options.
+struct Rewrite {
+  TempDir dir;
+  Result<GgufFile> in = GgufFile::open(write_source(dir, make_sources()));
+  ThreadPool pool{1};
+  QuantizeOptions o;
+
+  Result<QuantizeSummary> to(const std::string& out) { return quantize_gguf(*in, out, o, pool, {}); }
+};
+
 void check_rewrite(DType target, const ChannelImportance* importance) {
   SCOPED_TRACE(std::string(dtype_name(target)) + (importance ? " with importance" : ""));
   TempDir dir;
@@ -261,41 +272,33 @@ TEST(QuantizeFile, ImportanceReachesTheQuantizers) {
   for (DType t : {DType::Q4_0, DType::Q4_K, DType::Q6_K}) check_rewrite(t, &imp);
 
   // Weighted and unweighted files differ, so the importance was used.
-  TempDir dir;
-  auto in = GgufFile::open(write_source(dir, make_sources()));
-  ASSERT_TRUE(in.ok());
-  ThreadPool pool(1);
-  QuantizeOptions o;
-  o.target = DType::Q4_K;
-  ASSERT_TRUE(quantize_gguf(*in, dir.file("plain.gguf"), o, pool, {}).ok());
-  o.importance = &imp;
-  ASSERT_TRUE(quantize_gguf(*in, dir.file("weighted.gguf"), o, pool, {}).ok());
-  auto plain = GgufFile::open(dir.file("plain.gguf"));
-  auto weighted = GgufFile::open(dir.file("weighted.gguf"));
+  Rewrite w;
+  ASSERT_TRUE(w.in.ok());
+  w.o.target = DType::Q4_K;
+  ASSERT_TRUE(w.to(w.dir.file("plain.gguf")).ok());
+  w.o.importance = &imp;
+  ASSERT_TRUE(w.to(w.dir.file("weighted.gguf")).ok());
+  auto plain = GgufFile::open(w.dir.file("plain.gguf"));
+  auto weighted = GgufFile::open(w.dir.file("weighted.gguf"));
   const TensorView* a = plain->tensor("blk.0.attn_q.weight");
   const TensorView* b = weighted->tensor("blk.0.attn_q.weight");
   EXPECT_NE(std::memcmp(a->data, b->data, a->nbytes), 0);
 }
 
 TEST(QuantizeFile, Errors) {
-  TempDir dir;
-  auto in = GgufFile::open(write_source(dir, make_sources()));
-  ASSERT_TRUE(in.ok());
-  ThreadPool pool(1);
-  QuantizeOptions o;
-  o.target = DType::Q4_0;
+  Rewrite w;
+  ASSERT_TRUE(w.in.ok());
+  w.o.target = DType::Q4_0;
   ChannelImportance imp{{"blk.0.attn_q.weight", std::vector<float>(100, 1.f)}};
-  o.importance = &imp;
-  auto r = quantize_gguf(*in, dir.file("out.gguf"), o, pool, {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("blk.0.attn_q.weight"), std::string::npos) << r.error().message;
+  w.o.importance = &imp;
+  EXPECT_NE(testing::failure_message(w.to(w.dir.file("out.gguf"))).find("blk.0.attn_q.weight"),
+            std::string::npos);
 
-  o.importance = nullptr;
-  o.target = DType::Q8_K;
-  EXPECT_FALSE(quantize_gguf(*in, dir.file("out.gguf"), o, pool, {}).ok());
-  o.target = DType::Q4_0;
-  r = quantize_gguf(*in, dir.path() + "/no/such/dir/out.gguf", o, pool, {});
-  EXPECT_FALSE(r.ok());
+  w.o.importance = nullptr;
+  w.o.target = DType::Q8_K;
+  EXPECT_FALSE(w.to(w.dir.file("out.gguf")).ok());
+  w.o.target = DType::Q4_0;
+  EXPECT_FALSE(w.to(w.dir.path() + "/no/such/dir/out.gguf").ok());
 }
 
 // ---- Weighted 32-element quantizers ----------------------------------------

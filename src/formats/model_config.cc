@@ -1,4 +1,4 @@
-#include "model/config.h"
+#include "formats/model_config.h"
 
 #include "formats/gguf.h"
 #include "formats/llama_names.h"
@@ -88,6 +88,32 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);
   c.n_vocab = static_cast<int32_t>(embd->ne[1]);
   return c;
+}
+
+void write_model_config(GgufWriter& w, const ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+  const auto u32 = [](int32_t v) { return GgufValue::of_u32(static_cast<uint32_t>(v)); };
+  w.set(n::kArchitecture, GgufValue::of_string(c.arch));
+  w.set(n::kName, GgufValue::of_string(c.name));
+  w.set(key(n::kContextLength), u32(c.ctx_len));
+  w.set(key(n::kEmbeddingLength), u32(c.dim));
+  w.set(key(n::kBlockCount), u32(c.n_layers));
+  w.set(key(n::kFeedForwardLength), u32(c.ffn_dim));
+  w.set(key(n::kHeadCount), u32(c.n_heads));
+  w.set(key(n::kHeadCountKv), u32(c.n_kv_heads));
+  if (c.q_dim() != c.dim) {
+    w.set(key(n::kKeyLength), u32(c.head_dim));
+    w.set(key(n::kValueLength), u32(c.head_dim));
+  }
+  w.set(key(n::kRopeDimCount), u32(c.rope_dim));
+  w.set(key(n::kRopeFreqBase), GgufValue::of_f32(c.rope_base));
+  w.set(key(n::kRmsEps), GgufValue::of_f32(c.rms_eps));
+  w.set(key(n::kVocabSize), u32(c.n_vocab));
+  if (c.rope_linear_factor != 1.0f) {
+    w.set(key(n::kRopeScalingType), GgufValue::of_string("linear"));
+    w.set(key(n::kRopeScalingFactor), GgufValue::of_f32(c.rope_linear_factor));
+  }
+  if (c.sliding_window > 0) w.set(key(n::kSlidingWindow), u32(c.sliding_window));
 }
 
 }  // namespace duet

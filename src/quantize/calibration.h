@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "formats/quantize.h"
+#include "quantize/policy.h"
 #include "model/model.h"
 
 namespace duet {

@@ -1,4 +1,4 @@
-#include "formats/weighted_quant.h"
+#include "quantize/weighted_quant.h"
 
 #include <algorithm>
 #include <cmath>

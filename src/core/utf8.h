@@ -1,7 +1,7 @@
-// UTF-8 validity as SentencePiece judges it: a character is valid only in its
-// shortest form, outside the surrogates and at most U+10FFFF. Each byte that
-// does not start a valid character stands for one U+FFFD, both when text is
-// encoded and when bytes are decoded.
+// UTF-8 as SentencePiece judges it: a character is valid only in its shortest
+// form, outside the surrogates and at most U+10FFFF. Each byte that does not
+// start a valid character stands for one U+FFFD, both when text is encoded
+// and when bytes are decoded. And the one encoder of code points.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +46,36 @@ inline Prefix classify(std::string_view s) {
     if (!ok) return {Prefix::kInvalid, 1};
   }
   return {Prefix::kValid, need};
+}
+
+inline bool is_valid(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const Prefix p = classify(s.substr(i));
+    if (p.kind != Prefix::kValid) return false;
+    i += p.len;
+  }
+  return true;
+}
+
+// Appends code point cp; a surrogate or a value above U+10FFFF, which have no
+// UTF-8 form, as U+FFFD.
+inline void append(uint32_t cp, std::string& out) {
+  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
 }
 
 // `s` with every byte that is not part of a valid character replaced by U+FFFD.

@@ -1,4 +1,4 @@
-#include "model/calibration.h"
+#include "quantize/calibration.h"
 
 #include <algorithm>
 #include <map>

@@ -1,0 +1,62 @@
+#include "quantize/policy.h"
+
+#include <fnmatch.h>
+
+#include <regex>
+
+#include "core/quant_blocks.h"
+#include "formats/llama_names.h"
+
+namespace duet {
+namespace {
+
+namespace n = gguf_names;
+
+bool is_k_quant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+
+// Targets below 8 bits per weight, for which the embedding and head keep Q8_0.
+bool is_low_bit(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || is_k_quant(t); }
+
+// The nearest type at least as precise as `want` whose blocks fit rows of k.
+DType row_fallback(DType want, int64_t k) {
+  if (k % kQK32 == 0) return want == DType::Q4_K ? DType::Q4_1 : DType::Q8_0;
+  return DType::F16;
+}
+
+bool is_quantized_block_type(DType t) {
+  switch (t) {
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: case DType::Q5_K:
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool is_quantize_target(DType t) {
+  return is_quantized_block_type(t) || t == DType::F16 || t == DType::BF16 || t == DType::F32;
+}
+
+bool name_matches(const std::string& pattern, const std::string& name) {
+  if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  try {
+    return std::regex_search(name, std::regex(pattern));
+  } catch (const std::regex_error&) {
+    return false;  // a glob that is not a valid regular expression
+  }
+}
+
+TensorChoice choose_tensor_type(const TensorView& t, const QuantizeOptions& o) {
+  if (t.n_dims < 2) return {t.dtype, "1-D"};
+  for (const std::string& p : o.keep)
+    if (name_matches(p, t.name)) return {t.dtype, "kept"};
+  TensorChoice c{o.target, "target"};
+  if ((t.name == n::kTokenEmbd || t.name == n::kOutput) && is_low_bit(o.target))
+    c = {DType::Q8_0, "embedding/head"};
+  if (t.ne[0] % traits(c.type).block_elems != 0) c = {row_fallback(c.type, t.ne[0]), "row fallback"};
+  return c;
+}
+
+}  // namespace duet
