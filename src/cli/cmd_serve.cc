@@ -19,6 +19,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
+  std::string api_key_file;
   std::string chat_template;  // --chat-template NAME|FILE
   int32_t max_seqs = 16;
   int32_t max_batch_tokens = 512;
@@ -62,6 +63,13 @@ int serve(const ServeOptions& o) {
   sc.host = o.host;
   sc.port = o.port;
   sc.api_key = o.api_key;
+  if (!o.api_key_file.empty()) {
+    if (!o.api_key.empty()) return fail(err("give --api-key or --api-key-file, not both"));
+    auto text = read_text(o.api_key_file);
+    if (!text) return fail(text.error());
+    sc.api_key = text->substr(0, text->find_first_of("\r\n"));
+    if (sc.api_key.empty()) return fail(err(o.api_key_file, ": the API key file's first line is empty"));
+  }
   sc.model_name = std::filesystem::path(o.model).stem().string();
   sc.read_timeout_s = o.read_timeout;
   sc.http_threads = o.max_seqs + o.max_queue + 8;
@@ -96,7 +104,10 @@ const bool registered = register_command(
       app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();
       app.add_option("--host", o->host, "Address to listen on")->capture_default_str();
       app.add_option("--port", o->port, "Port (0: any free port, printed at start)")->capture_default_str();
-      app.add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY'");
+      app.add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (visible in ps: prefer the file "
+                     "or the environment)")
+          ->envname("DUET_API_KEY");
+      app.add_option("--api-key-file", o->api_key_file, "Read the API key from this file (its first line)");
       app.add_option("--chat-template", o->chat_template, chat_template_option_help());
       app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together")->capture_default_str();
       app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per engine step")->capture_default_str();

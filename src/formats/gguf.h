@@ -130,11 +130,17 @@ class GgufWriter {
   // Adds a tensor; `data` is copied. ne follows ggml order (ne[0] = row length).
   Status add_tensor(const std::string& name, DType dtype, std::vector<int64_t> ne,
                     const void* data, size_t nbytes);
+  // Writes the file to a temporary name beside `path` and renames it into
+  // place once complete, so `path` is never a half-written model (an
+  // interrupted convert or quantize leaves at most the temporary behind).
   Status write(const std::string& path) const;
   // Metadata set so far, in insertion order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
 
  private:
+  Status write_body(const std::string& tmp, const std::string& path, const std::vector<uint8_t>& header,
+                    uint64_t alignment) const;
+
   struct Tensor {
     std::string name;
     DType dtype;

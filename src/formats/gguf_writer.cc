@@ -1,6 +1,8 @@
 // GGUF v3 writer. It checks what it is given (value ranges against their
 // declared types, tensor shapes against byte counts) so that every file it
 // writes is one the reader accepts.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -154,7 +156,16 @@ Status GgufWriter::write(const std::string& path) const {
       return err(path, ": tensor data too large");
   }
 
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
+  const std::string tmp = path + ".partial." + std::to_string(::getpid());
+  Status st = write_body(tmp, path, header.bytes(), alignment);
+  if (st && std::rename(tmp.c_str(), path.c_str()) != 0) st = err(path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
+  if (!st) std::remove(tmp.c_str());
+  return st;
+}
+
+Status GgufWriter::write_body(const std::string& tmp, const std::string& path, const std::vector<uint8_t>& header,
+                              uint64_t alignment) const {
+  std::unique_ptr<FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return err(path, ": cannot create: ", std::strerror(errno));
   const std::vector<uint8_t> zeros(alignment, 0);
   auto put = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f.get()) == n; };
@@ -163,7 +174,7 @@ Status GgufWriter::write(const std::string& path) const {
     return put(zeros.data(), pad);
   };
 
-  bool ok = put(header.bytes().data(), header.bytes().size()) && pad_to(header.bytes().size());
+  bool ok = put(header.data(), header.size()) && pad_to(header.size());
   for (const Tensor& t : tensors_) {
     if (!ok) break;
     ok = put(t.data.data(), t.data.size()) && pad_to(t.data.size());

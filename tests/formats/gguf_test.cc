@@ -1,8 +1,16 @@
 // GGUF writer -> reader round trips, getters, writer checks, and real files.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -336,6 +344,47 @@ TEST(GgufReal, EveryVocabularyFileOpens) {
     ASSERT_TRUE(f.ok()) << f.error().message;
     EXPECT_FALSE(f->get_strings("tokenizer.ggml.tokens")->empty()) << name;
   }
+}
+
+}  // namespace
+}  // namespace duet
+
+namespace duet {
+namespace {
+
+// A model file appears whole or not at all: a write that fails partway
+// (here the file-size limit, as a full disk would) leaves neither the
+// destination nor its temporary, and an existing destination untouched.
+TEST(GgufWriter, AFailedWriteLeavesNoFileBehind) {
+  duet::testing::TempDir dir;
+  const std::string path = dir.file("model.gguf");
+  GgufWriter w;
+  w.set("general.name", GgufValue::of_string("big"));
+  const std::vector<uint8_t> data(256 * 1024, 7);
+  ASSERT_TRUE(w.add_tensor("t", DType::F32, {64 * 1024}, data.data(), data.size()).ok());
+  { std::ofstream(path) << "old"; }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 * 1024, 64 * 1024};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    _exit(w.write(path).ok() ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);  // the write reported its failure
+  std::ifstream in(path);
+  std::string old;
+  in >> old;
+  EXPECT_EQ(old, "old");
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 1u);  // no temporary left
+  // Unlimited, the same write replaces the destination whole.
+  ASSERT_TRUE(w.write(path).ok());
+  EXPECT_TRUE(GgufFile::open(path).ok());
 }
 
 }  // namespace
