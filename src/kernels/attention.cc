@@ -84,18 +84,18 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
   }
 }
 
-// The vector f32 kernel, where the cache type, level and head dim allow it.
-bool vector_f32_rows(const KernelSet& ks, const float* q, size_t q_stride, int32_t n_rows, int32_t n_group,
-                     int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale,
-                     float* out, size_t out_stride) {
-  const AttendRowsFn rows = ks.attend_f32_rows();
-  return (kv.type == KvType::F32 || kv.type == KvType::F16) && rows &&
-         rows(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale, out, out_stride);
+// The vector kernel, where the level has one and it takes this cache type,
+// head dim and group (it says no by returning false).
+bool vector_rows(const KernelSet& ks, const float* q, size_t q_stride, int32_t n_rows, int32_t n_group,
+                 int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale,
+                 float* out, size_t out_stride) {
+  const AttendRowsFn rows = ks.attend_rows();
+  return rows && rows(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale, out, out_stride);
 }
 
-bool attend_vector_f32(const KernelSet& ks, const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                       int32_t begin, int32_t end, float scale, float* out) {
-  return vector_f32_rows(ks, q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
+bool attend_vector(const KernelSet& ks, const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                   int32_t begin, int32_t end, float scale, float* out) {
+  return vector_rows(ks, q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
 }
 
 }  // namespace
@@ -103,7 +103,7 @@ bool attend_vector_f32(const KernelSet& ks, const float* q, int32_t n_group, int
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, float scale, float* out) {
   const KernelSet& ks = kernels();
-  if (attend_vector_f32(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
+  if (attend_vector(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   if (kv.type == KvType::F32) return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
   attend(TableRows{*ks.kv_rows(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
@@ -111,7 +111,7 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
   const KernelSet& ks = kernels_at(level);
-  if (attend_vector_f32(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
+  if (attend_vector(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   attend(TableRows{*ks.kv_rows(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
@@ -123,7 +123,7 @@ void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t 
     const int32_t n = std::min(kMaxAttnRows, n_rows - r0);
     const float* qr = q + static_cast<size_t>(r0) * q_stride;
     float* outr = out + static_cast<size_t>(r0) * out_stride;
-    if (vector_f32_rows(ks, qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr, out_stride))
+    if (vector_rows(ks, qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr, out_stride))
       continue;
     for (int32_t r = 0; r < n; ++r)
       attend_paged(qr + static_cast<size_t>(r) * q_stride, n_group, head_dim, kv, begins[r0 + r], ends[r0 + r],

@@ -31,7 +31,7 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
                   int32_t begin, int32_t end, float scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
 // An f32 or f16 cache at the AVX-512 level with a head dim of 16-128 in whole
-// vectors takes attend_rows_f32_avx512's vector kernel; f32 results then differ
+// vectors takes attend_rows_avx512's vector kernel; f32 results then differ
 // between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out);
@@ -51,7 +51,7 @@ constexpr int32_t kMaxAttnGroup = 64;
 // The AVX-512 kernel (f32 arithmetic over an f32 or f16 cache) on up to
 // kMaxAttnRows rows; false (nothing written) for a cache type, head dim,
 // group or block size it lacks.
-bool attend_rows_f32_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
+bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);
 

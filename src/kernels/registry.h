@@ -29,7 +29,7 @@
 
 namespace duet {
 
-using AttendRowsFn = decltype(&attend_rows_f32_avx512);
+using AttendRowsFn = decltype(&attend_rows_avx512);
 using ExpShiftedFn = decltype(&exp_shifted_scalar);
 using SwigluFn = decltype(&swiglu_scalar);
 
@@ -63,7 +63,7 @@ class KernelSet {
   const TypeKernels* type(DType t) const { return get<const TypeKernels*>(static_cast<uint32_t>(t)); }
   const PackedKernels* packed(DType t) const { return get<const PackedKernels*>(static_cast<uint32_t>(t)); }
   const KvRowKernels* kv_rows(KvType t) const { return get<const KvRowKernels*>(static_cast<uint32_t>(t)); }
-  AttendRowsFn attend_f32_rows() const { return get<AttendRowsFn>(0); }  // nullptr where none
+  AttendRowsFn attend_rows() const { return get<AttendRowsFn>(0); }  // nullptr where none
   ExpShiftedFn exp_shifted() const { return get<ExpShiftedFn>(0); }
   SwigluFn swiglu() const { return get<SwigluFn>(0); }
   const ProbeKernels* probes() const { return get<const ProbeKernels*>(0); }

@@ -99,8 +99,15 @@ struct WholeResponse {
 };
 
 // One line per finished request, under the id its response carries.
-void log_finished(const std::string& id, const TokenEvent& ev) {
+std::string response_id(bool chat, int64_t request_id) {
+  return (chat ? "chatcmpl-" : "cmpl-") + std::to_string(request_id);
+}
+
+// Runs on the engine thread, from the event alone: the HTTP thread may still
+// be filling in the response's shape.
+void log_finished(bool chat, const TokenEvent& ev) {
   const RequestTimings& t = *ev.timings;
+  const std::string id = response_id(chat, ev.request_id);
   std::fprintf(stderr, "duet: %s %s: %d prompt tokens (%d cached), %d generated, TTFT %.1f ms%s%s\n", id.c_str(),
                finish_reason_name(ev.reason), t.n_prompt, t.n_cached, t.n_generated,
                std::max(0.0, t.first_token) * 1e3, ev.error.empty() ? "" : ": ", ev.error.c_str());
@@ -300,14 +307,14 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   shape->logprobs = r.logprobs >= 0;
   shape->tokenizer = &model_.tokenizer();
   const bool log = config_.log_requests;
-  auto id = loop_.submit(std::move(prompt), r.params, [channel, shape, log](const TokenEvent& ev) {
-    if (ev.finished && log) log_finished(shape->id, ev);
+  auto id = loop_.submit(std::move(prompt), r.params, [channel, chat, log](const TokenEvent& ev) {
+    if (ev.finished && log) log_finished(chat, ev);
     channel->push(ev);
   });
   if (!id) return send_error(res, invalid(id.error().message, chat ? "messages" : "prompt", id.error().code));
   // One id from submission on: the engine's, in the response and the log.
   channel->id = *id;
-  shape->id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(*id);
+  shape->id = response_id(chat, *id);
 
   // Stream.
   if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms);
