@@ -73,7 +73,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
       scheduler_(scheduler_config(config)),
       runner_(model, cache_, pool_),
       output_(model.tokenizer(), model.config().n_vocab, ctx_, config.kv_window <= 0),
-      window_(config.kv_window, config.kv_sinks, model.config().sliding_window),
+      window_(config.kv_window, config.kv_sinks, model.config().window_of_all_layers()),
       max_seqs_(std::max(1, config.scheduler.max_seqs)) {}
 
 Status Engine::check_prompt(const std::vector<int32_t>& prompt) const {

@@ -93,6 +93,65 @@ Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* r
   return {};
 }
 
+// The transformers class of each architecture and its GGUF name.
+struct HfArch {
+  const char* hf;
+  const char* gguf;
+};
+constexpr HfArch kHfArchs[] = {
+    {"LlamaForCausalLM", "llama"},   {"MistralForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
+    {"Phi3ForCausalLM", "phi3"},
+};
+
+std::string supported_hf_archs() {
+  std::string list;
+  for (const HfArch& a : kHfArchs) list += (list.empty() ? "" : ", ") + std::string(a.hf);
+  return list;
+}
+
+// A soft-cap key: its class default unless given; null turns it off.
+Status read_softcap(const json& j, const char* key, const std::string& src, float fallback, float* out) {
+  *out = fallback;
+  const auto it = j.find(key);
+  if (it != j.end() && it->is_null()) *out = 0.0f;
+  DUET_TRY(read_float(j, key, src, out));
+  if (!(*out >= 0.0f)) return err(src, ": \"", key, "\" must not be negative");
+  return {};
+}
+
+// Gemma 2/3: GeGLU, the embedding scale, soft-caps (Gemma 2), windows on
+// all but every period-th layer, the query scale from query_pre_attn_scalar.
+Status read_gemma(const json& j, const std::string& src, ModelConfig& m) {
+  const bool gemma2 = m.arch == "gemma2";
+  const json* act = field(j, "hidden_activation");
+  if (!act) act = field(j, "hidden_act");
+  if (act && *act != "gelu_pytorch_tanh" && *act != "gelu")
+    return err(src, ": hidden_activation ", act->dump(), " is not supported (gelu_pytorch_tanh)");
+  m.ffn_act = FfnActivation::kGeluTanh;
+  m.embed_scale = std::sqrt(static_cast<float>(m.dim));
+  m.sliding_window = 4096;
+  DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &m.sliding_window, false));
+  m.swa_period = gemma2 ? 2 : 6;
+  if (!gemma2) {
+    int32_t pattern = 6;
+    DUET_TRY(read_int(j, "sliding_window_pattern", src, 1, 4096, &pattern, false));
+    double local_base = 10000.0;
+    DUET_TRY(read_float(j, "rope_local_base_freq", src, &local_base));
+    if (pattern != 6 || local_base != 10000.0)
+      return err(src, ": Gemma 3 with sliding_window_pattern ", pattern, " and rope_local_base_freq ", local_base,
+                 " is not supported (6 and 10000)");
+    m.rope_base_local = 10000.0f;
+  }
+  DUET_TRY(read_softcap(j, "attn_logit_softcapping", src, gemma2 ? 50.0f : 0.0f, &m.attn_softcap));
+  DUET_TRY(read_softcap(j, "final_logit_softcapping", src, gemma2 ? 30.0f : 0.0f, &m.final_softcap));
+  double scalar = 256.0;
+  DUET_TRY(read_float(j, "query_pre_attn_scalar", src, &scalar));
+  if (!(scalar > 0.0)) return err(src, ": query_pre_attn_scalar must be positive");
+  m.query_scale = static_cast<float>(1.0 / std::sqrt(scalar));
+  return {};
+}
+
 }  // namespace
 
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
@@ -106,13 +165,14 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   c.hf_architecture = (*archs)[0].get<std::string>();
   const bool qwen2 = c.hf_architecture == "Qwen2ForCausalLM";
   const bool mistral = c.hf_architecture == "MistralForCausalLM";
-  if (c.hf_architecture != "LlamaForCausalLM" && !mistral && !qwen2)
-    return err(src, ": architecture ", c.hf_architecture,
-               " is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
-  c.model.arch = qwen2 ? "qwen2" : "llama";
+  for (const HfArch& a : kHfArchs)
+    if (c.hf_architecture == a.hf) c.model.arch = a.gguf;
+  if (c.model.arch.empty() || (c.model.arch == "llama" && c.hf_architecture != "LlamaForCausalLM" && !mistral))
+    return err(src, ": architecture ", c.hf_architecture, " is not supported (supported: ", supported_hf_archs(), ")");
+  const bool gemma = c.model.arch == "gemma2" || c.model.arch == "gemma3";
   c.model.rms_eps = 1e-6f;  // the transformers classes' default, not GGUF's
 
-  if (const json* act = field(j, "hidden_act"); act && *act != "silu")
+  if (const json* act = field(j, "hidden_act"); act && *act != "silu" && !gemma)
     return err(src, ": hidden_act ", act->dump(), " is not supported (silu only)");
   DUET_TRY(read_int(j, "vocab_size", src, 1, 1 << 24, &c.model.n_vocab, true));
   DUET_TRY(read_int(j, "hidden_size", src, 1, kMaxDim, &c.model.dim, true));
@@ -127,7 +187,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (!field(j, "head_dim") && c.model.dim % c.model.n_heads != 0)
     return err(src, ": hidden_size ", c.model.dim, " does not divide into ",
                c.model.n_heads, " heads and head_dim is not given");
-  c.model.head_dim = c.model.dim / c.model.n_heads;
+  c.model.head_dim = gemma ? 256 : c.model.dim / c.model.n_heads;
   DUET_TRY(read_int(j, "head_dim", src, 2, kMaxDim, &c.model.head_dim, false));
   if (c.model.head_dim % 2 != 0) return err(src, ": head_dim ", c.model.head_dim, " must be even for RoPE");
   c.model.ctx_len = 2048;
@@ -137,16 +197,28 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (!(c.model.rope_base > 1.0) || !(c.model.rms_eps > 0 && c.model.rms_eps < 1))
     return err(src, ": rope_theta ", c.model.rope_base, " or rms_norm_eps ", c.model.rms_eps,
                " out of range");
+  c.model.tied_output = gemma;  // Gemma's classes tie by default, the others do not
   DUET_TRY(read_bool(j, "tie_word_embeddings", src, &c.model.tied_output));
   c.model.qkv_bias = qwen2;
   if (!qwen2) DUET_TRY(read_bool(j, "attention_bias", src, &c.model.qkv_bias));
+  if (c.model.qkv_bias && c.model.arch != "llama" && !qwen2)
+    return err(src, ": attention_bias is not supported for ", c.hf_architecture);
   bool mlp_bias = false;
   DUET_TRY(read_bool(j, "mlp_bias", src, &mlp_bias));
   if (mlp_bias) return err(src, ": mlp_bias is not supported");
   DUET_TRY(read_rope_scaling(j, src, &c.rope_scaling));
   if (c.rope_scaling.type == "linear") c.model.rope_linear_factor = static_cast<float>(c.rope_scaling.factor);
   c.model.rope_dim = c.model.head_dim;
-  c.model.rope_layout = qwen2 ? RopeLayout::kNeox : RopeLayout::kNormal;
+  if (c.model.arch == "phi3") {
+    double partial = 1.0;
+    DUET_TRY(read_float(j, "partial_rotary_factor", src, &partial));
+    c.model.rope_dim = static_cast<int32_t>(c.model.head_dim * partial);
+    if (!(partial > 0.0 && partial <= 1.0) || c.model.rope_dim % 2 != 0)
+      return err(src, ": partial_rotary_factor ", partial, " must give an even number of rotated dims");
+    DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
+  }
+  c.model.rope_layout = c.model.arch == "llama" ? RopeLayout::kNormal : RopeLayout::kNeox;
+  if (gemma) DUET_TRY(read_gemma(j, src, c.model));
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
 
@@ -155,7 +227,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
     const auto it = j.find("sliding_window");
     if (it != j.end() && it->is_null()) c.model.sliding_window = 0;
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
-  } else if (qwen2) {
+  } else if (qwen2 || c.model.arch == "qwen3") {
     // Qwen2 slides only from layer max_window_layers on; duet's window is
     // model-wide, so a window over some layers but not others is refused.
     bool use = false;

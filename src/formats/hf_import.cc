@@ -76,12 +76,10 @@ Result<std::shared_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir)
 Status HfCheckpoint::plan_tensors() {
   const HfConfig& c = config_;
   const ModelConfig& m = c.model;
-  const int64_t q_dim = int64_t{m.n_heads} * m.head_dim;
-  const int64_t kv_dim = int64_t{m.n_kv_heads} * m.head_dim;
   std::set<std::string> used;
   // shape is HF's [out, in] (or [n] for vectors).
   auto add = [&](const std::string& hf_name, std::string gguf_name, std::vector<int64_t> shape,
-                 int32_t permute_heads) -> Status {
+                 int32_t permute_heads, float plus) -> Status {
     const SafetensorsTensor* t = weights_.find(hf_name);
     if (!t) return err(dir_, ": missing tensor ", hf_name);
     if (t->shape != shape) {
@@ -92,33 +90,16 @@ Status HfCheckpoint::plan_tensors() {
                  want, "]");
     }
     used.insert(hf_name);
-    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0});
+    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0, plus});
     return {};
   };
 
-  DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {m.n_vocab, m.dim}, 0));
-  for (int64_t l = 0; l < m.n_layers; ++l) {
-    const std::string p = layer_prefix(l);
-    const int b = static_cast<int>(l);
-    const int32_t heads = m.n_heads, kv_heads = m.n_kv_heads;
-    DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0));
-    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, heads));
-    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, m.dim}, kv_heads));
-    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, m.dim}, 0));
-    if (m.qkv_bias) {
-      DUET_TRY(add(p + "self_attn.q_proj.bias", n::blk_bias(b, n::kAttnQ), {q_dim}, heads));
-      DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, kv_heads));
-      DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0));
-    }
-    DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, q_dim}, 0));
-    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0));
-    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {m.ffn_dim, m.dim}, 0));
-    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {m.ffn_dim, m.dim}, 0));
-    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0));
-  }
-  DUET_TRY(add("model.norm.weight", n::kOutputNorm, {m.dim}, 0));
+  const float norm_plus = m.arch == "gemma2" || m.arch == "gemma3" ? 1.0f : 0.0f;
+  DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {m.n_vocab, m.dim}, 0, 0.0f));
+  for (int64_t l = 0; l < m.n_layers; ++l) DUET_TRY(plan_layer(l, add));
+  DUET_TRY(add("model.norm.weight", n::kOutputNorm, {m.dim}, 0, norm_plus));
   // Tied: transformers ignores a stored lm_head; GGUF says so by omitting output.weight.
-  if (!m.tied_output) DUET_TRY(add("lm_head.weight", n::kOutput, {m.n_vocab, m.dim}, 0));
+  if (!m.tied_output) DUET_TRY(add("lm_head.weight", n::kOutput, {m.n_vocab, m.dim}, 0, 0.0f));
   if (c.rope_scaling.type == "llama3") {
     rope_freqs_ = llama3_rope_divisors(c);
     plans_.push_back({n::kRopeFreqs, nullptr, 0});
@@ -133,6 +114,52 @@ Status HfCheckpoint::plan_tensors() {
       return err(dir_, ": unexpected tensor ", t->name, " for ", c.hf_architecture, " with ",
                  m.n_layers, " layers", m.qkv_bias ? "" : " and no attention bias");
   }
+  return {};
+}
+
+// One layer's tensors: HF's names for the architecture, GGUF's as
+// llama.cpp's converter gives them.
+Status HfCheckpoint::plan_layer(
+    int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>, int32_t, float)>& add) {
+  const ModelConfig& m = config_.model;
+  const int64_t q_dim = int64_t{m.n_heads} * m.head_dim;
+  const int64_t kv_dim = int64_t{m.n_kv_heads} * m.head_dim;
+  const std::string p = layer_prefix(l);
+  const int b = static_cast<int>(l);
+  const bool gemma = m.arch == "gemma2" || m.arch == "gemma3";
+  const float plus = gemma ? 1.0f : 0.0f;
+  DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0, plus));
+  if (m.arch == "phi3") {
+    DUET_TRY(add(p + "self_attn.qkv_proj.weight", n::blk(b, n::kAttnQkv), {q_dim + 2 * kv_dim, m.dim}, 0, 0.0f));
+  } else {
+    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, m.n_heads, 0.0f));
+    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, m.dim}, m.n_kv_heads, 0.0f));
+    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, m.dim}, 0, 0.0f));
+  }
+  if (m.qkv_bias) {
+    DUET_TRY(add(p + "self_attn.q_proj.bias", n::blk_bias(b, n::kAttnQ), {q_dim}, m.n_heads, 0.0f));
+    DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
+    DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
+  }
+  if (m.arch == "qwen3" || m.arch == "gemma3") {
+    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
+    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
+  }
+  DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, q_dim}, 0, 0.0f));
+  if (gemma) {  // Gemma's post_attention_layernorm follows attention; its FFN has a pre- and a post-norm
+    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, plus));
+    DUET_TRY(add(p + "pre_feedforward_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, plus));
+    DUET_TRY(add(p + "post_feedforward_layernorm.weight", n::blk(b, n::kPostFfnNorm), {m.dim}, 0, plus));
+  } else {
+    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, 0.0f));
+  }
+  if (m.arch == "phi3") {
+    DUET_TRY(add(p + "mlp.gate_up_proj.weight", n::blk(b, n::kFfnUp), {2 * int64_t{m.ffn_dim}, m.dim}, 0, 0.0f));
+  } else {
+    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {m.ffn_dim, m.dim}, 0, 0.0f));
+    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {m.ffn_dim, m.dim}, 0, 0.0f));
+  }
+  DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0, 0.0f));
   return {};
 }
 
@@ -191,7 +218,7 @@ Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
   const size_t elem = static_cast<size_t>(traits(v.dtype).block_bytes);
   v.nbytes = static_cast<size_t>(s.elements()) * elem;
   const bool aligned = reinterpret_cast<uintptr_t>(s.data) % elem == 0;
-  if (p.permute_heads == 0 && v.dtype == s.dtype && aligned) {
+  if (p.permute_heads == 0 && p.add == 0.0f && v.dtype == s.dtype && aligned) {
     v.data = s.data;
     return v;
   }
@@ -205,6 +232,10 @@ Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
     const int64_t from = hd > 0 ? hf_row(r, hd) : r;
     copy_elems(s.data + static_cast<size_t>(from) * src_row, s.dtype,
                buffer.data() + static_cast<size_t>(r) * dst_row, v.dtype, row_len);
+  }
+  if (p.add != 0.0f) {  // vectors only, F32
+    auto* f = reinterpret_cast<float*>(buffer.data());
+    for (int64_t i = 0; i < s.elements(); ++i) f[i] += p.add;
   }
   v.data = buffer.data();
   return v;

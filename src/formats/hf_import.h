@@ -1,13 +1,15 @@
 // A Hugging Face model folder (config.json, model.safetensors or its shards,
 // tokenizer.model or tokenizer.json) as GGUF: llama.cpp's tensor names and
-// metadata (formats/llama_names.h), Q/K rows permuted from HF's rotate-half
+// metadata (formats/llama_names.h) for each architecture, Q/K rows permuted from HF's rotate-half
 // RoPE layout to the interleaved pairs of GGUF "llama" (Qwen2's GGUF keeps
-// NeoX pairs, so its rows stay), norms and biases as F32, and Llama 3.1
+// NeoX pairs, so its rows stay), norms and biases as F32 (Gemma's as 1 + w,
+// as llama.cpp's converter stores them), and Llama 3.1
 // rope_scaling as a rope_freqs.weight tensor. Two uses: `duet convert`
 // writes it to a file; `hf_as_gguf` serves it in memory to Model::load, with
 // the matrices that need no change still views of the mapped safetensors.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,7 +45,10 @@ class HfCheckpoint {
     std::string name;                          // GGUF name
     const SafetensorsTensor* source = nullptr;  // null: rope_freqs_ (computed)
     int32_t permute_heads = 0;                 // > 0: rows of this many heads permuted
+    float add = 0.0f;                          // added to every element (Gemma's norms: 1 + w)
   };
+  Status plan_layer(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
+                                                          int32_t, float)>& add);
   Status plan_tensors();
   Status set_metadata();
 

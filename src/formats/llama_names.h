@@ -32,6 +32,9 @@ inline const std::string kRopeScalingType = "rope.scaling.type";
 inline const std::string kRopeScalingFactor = "rope.scaling.factor";
 inline const std::string kRopeScalingOrigCtx = "rope.scaling.original_context_length";
 inline const std::string kSlidingWindow = "attention.sliding_window";
+inline const std::string kAttnScale = "attention.scale";  // multiplies q·k (else 1/sqrt(head_dim))
+inline const std::string kAttnSoftcap = "attn_logit_softcapping";
+inline const std::string kFinalSoftcap = "final_logit_softcapping";
 
 inline const std::string kTokModel = "tokenizer.ggml.model";
 inline const std::string kTokPre = "tokenizer.ggml.pre";
@@ -71,5 +74,11 @@ inline const std::string kFfnNorm = "ffn_norm";
 inline const std::string kFfnGate = "ffn_gate";
 inline const std::string kFfnUp = "ffn_up";
 inline const std::string kFfnDown = "ffn_down";
+inline const std::string kAttnQNorm = "attn_q_norm";             // Qwen3, Gemma 3: [head_dim]
+inline const std::string kAttnKNorm = "attn_k_norm";
+inline const std::string kPostAttnNorm = "post_attention_norm";  // Gemma 2/3
+inline const std::string kPostFfnNorm = "post_ffw_norm";
+inline const std::string kAttnQkv = "attn_qkv";                  // Phi-3: q, k, v rows fused
+// Phi-3's ffn_up holds the gate's rows, then the up projection's.
 
 }  // namespace duet::gguf_names

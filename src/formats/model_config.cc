@@ -1,5 +1,7 @@
 #include "formats/model_config.h"
 
+#include <cmath>
+
 #include "formats/gguf.h"
 #include "formats/llama_names.h"
 
@@ -24,15 +26,50 @@ Result<int32_t> get_dim_or(const GgufFile& f, const std::string& key, uint64_t f
   return get_dim(f, key, max);
 }
 
+bool is_gemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+
+Result<float> get_positive_float_or(const GgufFile& f, const std::string& key, double fallback) {
+  DUET_ASSIGN(double v, f.get_float_or(key, fallback));
+  if (!(v >= 0.0 && v < 1e9)) return err(f.path(), ": ", key, " = ", v, " is out of range");
+  return static_cast<float>(v);
+}
+
+// Gemma's fixed traits and its keys. The query scale is GGUF's
+// attention.scale when given; llama.cpp's converters omit it and the 27B
+// models, whose query_pre_attn_scalar is dim / heads rather than head_dim,
+// are told apart by depth as llama.cpp does.
+Status read_gemma(const GgufFile& f, ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+  const bool gemma2 = c.arch == "gemma2";
+  c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+  c.ffn_act = FfnActivation::kGeluTanh;
+  c.swa_period = gemma2 ? 2 : 6;
+  if (!gemma2) c.rope_base_local = 10000.0f;
+  if (!f.has(key(n::kSlidingWindow)))
+    return err(f.path(), ": ", key(n::kSlidingWindow), " is missing (", c.arch, " alternates local and global layers)");
+  if (gemma2) {
+    DUET_ASSIGN(c.attn_softcap, get_positive_float_or(f, key(n::kAttnSoftcap), 50.0));
+    DUET_ASSIGN(c.final_softcap, get_positive_float_or(f, key(n::kFinalSoftcap), 30.0));
+  }
+  const bool is_27b = c.n_layers == (gemma2 ? 46 : 62);
+  const float fallback = 1.0f / std::sqrt(static_cast<float>(is_27b ? c.dim / c.n_heads : c.head_dim));
+  DUET_ASSIGN(c.query_scale, get_positive_float_or(f, key(n::kAttnScale), fallback));
+  return {};
+}
+
 }  // namespace
+
+float ModelConfig::attn_scale() const {
+  return query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 Result<ModelConfig> read_model_config(const GgufFile& f) {
   ModelConfig c;
   DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
-  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2")
-    return err(f.path(), ": unsupported architecture '", c.arch,
-               "' (supported: llama, mistral, qwen2)");
-  c.rope_layout = c.arch == "qwen2" ? RopeLayout::kNeox : RopeLayout::kNormal;
+  const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
+  if (!llama_layout && c.arch != "qwen2" && c.arch != "qwen3" && !is_gemma(c.arch) && c.arch != "phi3")
+    return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
+  c.rope_layout = llama_layout ? RopeLayout::kNormal : RopeLayout::kNeox;
   if (f.has(n::kName)) {
     DUET_ASSIGN(c.name, f.get_string(n::kName));
   }
@@ -83,6 +120,9 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   DUET_ASSIGN(uint64_t window, f.get_uint_or(key(n::kSlidingWindow), 0));
   if (window > (1u << 24)) return err(f.path(), ": attention.sliding_window ", window, " out of range");
   c.sliding_window = static_cast<int32_t>(window);
+  if (c.sliding_window > c.ctx_len)
+    return err(f.path(), ": attention.sliding_window ", c.sliding_window, " is larger than the context ", c.ctx_len);
+  if (is_gemma(c.arch)) DUET_TRY(read_gemma(f, c));
 
   const TensorView* embd = f.tensor(n::kTokenEmbd);
   if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);
@@ -114,6 +154,9 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
     w.set(key(n::kRopeScalingFactor), GgufValue::of_f32(c.rope_linear_factor));
   }
   if (c.sliding_window > 0) w.set(key(n::kSlidingWindow), u32(c.sliding_window));
+  if (c.attn_softcap > 0.0f) w.set(key(n::kAttnSoftcap), GgufValue::of_f32(c.attn_softcap));
+  if (c.final_softcap > 0.0f) w.set(key(n::kFinalSoftcap), GgufValue::of_f32(c.final_softcap));
+  if (c.query_scale > 0.0f) w.set(key(n::kAttnScale), GgufValue::of_f32(c.query_scale));
 }
 
 }  // namespace duet

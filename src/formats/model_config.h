@@ -1,7 +1,8 @@
 // Hyper-parameters of a decoder-only transformer: the one struct that every
 // source fills (GGUF metadata, a Hugging Face config.json, a llama2.c header,
-// a synthetic shape) and the one writer of them as GGUF metadata. An
-// architecture is data: the llama family differs only in these values.
+// a synthetic shape) and the one writer of them as GGUF metadata. The
+// architectures differ in these values and in which tensors they have
+// (model/architectures.h binds those); the layer code is shared.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,13 @@ class GgufWriter;
 // How RoPE pairs the dims of a head: llama's GGUF layout rotates adjacent
 // pairs (2i, 2i+1); NeoX/Qwen2 rotate (i, i + rope_dim/2).
 enum class RopeLayout { kNormal, kNeox };
+
+// The gated feed-forward's activation: SwiGLU (silu) or GeGLU with the tanh
+// approximation of GELU (Gemma).
+enum class FfnActivation { kSilu, kGeluTanh };
+
+// The architectures duet runs (general.architecture), for error messages.
+inline constexpr const char* kSupportedArchitectures = "llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3";
 
 struct ModelConfig {
   std::string arch = "llama";
@@ -35,11 +43,30 @@ struct ModelConfig {
   float rope_linear_factor = 1.0f;  // positions are divided by this (linear scaling)
   float rms_eps = 1e-5f;
   int32_t sliding_window = 0;       // > 0: each token attends to the last this many
+  // > 0 with a sliding window: layer l attends globally iff (l + 1) % period
+  // == 0 (Gemma 2: 2, Gemma 3: 6); 0: every layer slides.
+  int32_t swa_period = 0;
+  // > 0: RoPE base of the sliding layers, which take no linear scaling
+  // (Gemma 3); the global layers use rope_base and rope_linear_factor.
+  float rope_base_local = 0.0f;
   bool tied_output = false;         // the head reads token_embd (no output.weight)
   bool qkv_bias = false;            // set by the weight binder (Qwen2)
+  bool qk_norm = false;             // per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3)
+  bool post_norms = false;          // RMSNorm of attention and FFN outputs too (Gemma 2/3)
+  float embed_scale = 1.0f;         // embeddings are multiplied by this (Gemma: sqrt(dim))
+  FfnActivation ffn_act = FfnActivation::kSilu;
+  float attn_softcap = 0.0f;        // > 0: scores become cap * tanh(score / cap) (Gemma 2)
+  float final_softcap = 0.0f;       // the same on the logits
+  float query_scale = 0.0f;         // attention scale; 0: 1/sqrt(head_dim)
 
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
+  bool layer_slides(int32_t layer) const {
+    return sliding_window > 0 && (swa_period == 0 || (layer + 1) % swa_period != 0);
+  }
+  // The window every layer keeps to: what the KV cache may free behind.
+  int32_t window_of_all_layers() const { return swa_period > 0 ? 0 : sliding_window; }
+  float attn_scale() const;
 };
 
 // Reads and validates the config of a supported architecture (llama,

@@ -36,7 +36,7 @@ struct F32Rows {
 
 template <class Rows>
 void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
-            const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
+            const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out) {
   const size_t row_bytes = kv_row_bytes(kv.type, head_dim);
   const size_t n_scales = static_cast<size_t>(kv_row_scales(kv.type, head_dim));
   // Running max and denominator per query head; out holds the unnormalized sum.
@@ -62,7 +62,8 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
       rk.scores(qg, k, ks, len, head_dim, s);
       float block_max = -std::numeric_limits<float>::infinity();
       for (int32_t t = 0; t < len; ++t) {
-        s[t] *= scale;
+        s[t] *= scale.scale;
+        if (scale.softcap > 0.0f) s[t] = scale.softcap * std::tanh(s[t] / scale.softcap);
         block_max = std::max(block_max, s[t]);
       }
       const float new_max = std::max(m[g], block_max);
@@ -87,21 +88,22 @@ void attend(const Rows& rk, const float* q, int32_t n_group, int32_t head_dim,
 // The vector kernel, where the level has one and it takes this cache type,
 // head dim and group (it says no by returning false).
 bool vector_rows(const KernelSet& ks, const float* q, size_t q_stride, int32_t n_rows, int32_t n_group,
-                 int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale,
+                 int32_t head_dim, const PagedKv& kv, const int32_t* begins, const int32_t* ends, AttnScale scale,
                  float* out, size_t out_stride) {
   const AttendRowsFn rows = ks.attend_rows();
-  return rows && rows(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale, out, out_stride);
+  return rows && scale.softcap == 0.0f &&
+         rows(q, q_stride, n_rows, n_group, head_dim, kv, begins, ends, scale.scale, out, out_stride);
 }
 
 bool attend_vector(const KernelSet& ks, const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                   int32_t begin, int32_t end, float scale, float* out) {
+                   int32_t begin, int32_t end, AttnScale scale, float* out) {
   return vector_rows(ks, q, 0, 1, n_group, head_dim, kv, &begin, &end, scale, out, 0);
 }
 
 }  // namespace
 
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                  int32_t begin, int32_t end, float scale, float* out) {
+                  int32_t begin, int32_t end, AttnScale scale, float* out) {
   const KernelSet& ks = kernels();
   if (attend_vector(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   if (kv.type == KvType::F32) return attend(F32Rows{}, q, n_group, head_dim, kv, begin, end, scale, out);
@@ -109,14 +111,14 @@ void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const Paged
 }
 
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
-                     const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out) {
+                     const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out) {
   const KernelSet& ks = kernels_at(level);
   if (attend_vector(ks, q, n_group, head_dim, kv, begin, end, scale, out)) return;
   attend(TableRows{*ks.kv_rows(kv.type)}, q, n_group, head_dim, kv, begin, end, scale, out);
 }
 
 void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
-                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, AttnScale scale, float* out,
                        size_t out_stride) {
   const KernelSet& ks = kernels();
   for (int32_t r0 = 0; r0 < n_rows; r0 += kMaxAttnRows) {

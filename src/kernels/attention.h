@@ -24,32 +24,40 @@ struct PagedKv {
   size_t scales_offset = 0;   // bytes from a block's K (or V) rows to their fp16 scales
 };
 
+// How q·k becomes a score: times `scale`, then, with a soft-cap c > 0
+// (Gemma 2), c · tanh(score / c). Converts from a plain scale.
+struct AttnScale {
+  AttnScale(float s, float cap = 0.0f) : scale(s), softcap(cap) {}  // NOLINT: implicit from a scale
+  float scale;
+  float softcap;
+};
+
 // out[g][head_dim] = softmax(q[g] · K[begin..end)ᵀ · scale) · V[begin..end)
 // for each of the n_group query heads in q[n_group][head_dim]. Blocks wholly
 // before `begin` are never read (a sliding window may have freed them).
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
-                  int32_t begin, int32_t end, float scale, float* out);
+                  int32_t begin, int32_t end, AttnScale scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
 // An f32 or f16 cache at the AVX-512 level with a head dim of 16-128 in whole
 // vectors takes attend_rows_avx512's vector kernel; f32 results then differ
 // between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
-                     const PagedKv& kv, int32_t begin, int32_t end, float scale, float* out);
+                     const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out);
 
 // Rows of queries with their own key ranges: row r's n_group heads at
 // q + r * q_stride attend [begins[r], ends[r]) into out + r * out_stride
 // (rows are usually consecutive tokens of one sequence in a prefill chunk).
 // Each row's result is attend_paged's for that row alone, bit for bit.
 void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
-                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, AttnScale scale, float* out,
                        size_t out_stride);
 
 // Bounds of the AVX-512 kernel's tile.
 constexpr int32_t kMaxAttnRows = 8;
 constexpr int32_t kMaxAttnGroup = 64;
 
-// The AVX-512 kernel (f32 arithmetic over an f32 or f16 cache) on up to
-// kMaxAttnRows rows; false (nothing written) for a cache type, head dim,
+// The AVX-512 kernel (f32 arithmetic over an f32 or f16 cache, no soft-cap)
+// on up to kMaxAttnRows rows; false (nothing written) for a cache type, head dim,
 // group or block size it lacks.
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,

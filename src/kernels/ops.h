@@ -53,4 +53,8 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
+// out[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (GeGLU, as
+// Gemma's "gelu_pytorch_tanh"). out may alias gate.
+void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
+
 }  // namespace duet

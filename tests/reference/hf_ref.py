@@ -1,11 +1,19 @@
 """Hugging Face checkpoints for the reference tests: a safetensors writer (the
 format is an 8-byte little-endian header length, a JSON header, raw data)
 and a PyTorch forward pass written from transformers' modeling semantics for
-LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM, on the HF weights
-as stored: rotate-half RoPE (pairs (i, i + head_dim/2)), GQA by repeating
+LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM /
+Gemma2ForCausalLM / Gemma3ForCausalLM / Phi3ForCausalLM, on the HF weights as
+stored: rotate-half RoPE (pairs (i, i + rotary_dim/2)), GQA by repeating
 each KV head for consecutive query heads, Q/K/V biases, a sliding-window
 causal mask (key j visible to query i when i - window < j <= i), and the
-linear / llama3 rope_scaling frequency rules.
+linear / llama3 rope_scaling frequency rules. Per family:
+- Qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE.
+- Gemma 2/3: RMSNorm as x * (1 + w); embeddings times sqrt(hidden); norms
+  before and after attention and the MLP; GELU (tanh) gating; scores scaled
+  by query_pre_attn_scalar^-1/2. Gemma 2: score and logit soft-caps, every
+  even layer sliding. Gemma 3: q/k norms, layer l global iff (l + 1) % 6 == 0,
+  local layers on rope_local_base_freq without rope_scaling.
+- Phi-3: fused qkv_proj and gate_up_proj (gate first), partial rotary.
 """
 
 import json
@@ -62,20 +70,33 @@ def write_checkpoint(folder, config, tensors, shards=1):
         json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=1)
 
 
+GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+
+
+def arch_of(cfg):
+    return cfg["architectures"][0]
+
+
+def head_dim_of(cfg):
+    default = 256 if arch_of(cfg) in GEMMA else cfg["hidden_size"] // cfg["num_attention_heads"]
+    return cfg.get("head_dim") or default
+
+
 def random_weights(cfg, dtype, seed):
     """Random HF-named weights of the config's shapes, rounded to `dtype`.
     Scales keep activations and logits O(1) so that top-1 is meaningful."""
     g = torch.Generator().manual_seed(seed)
+    arch = arch_of(cfg)
     hidden, ffn, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     heads = cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", heads)
-    hd = cfg.get("head_dim") or hidden // heads
+    hd = head_dim_of(cfg)
 
     def mat(rows, cols):
         return (torch.randn(rows, cols, generator=g) / math.sqrt(cols)).to(dtype)
 
-    def norm(n):
-        return (1.0 + 0.1 * torch.randn(n, generator=g)).to(dtype)
+    def norm(n):  # Gemma stores w of its (1 + w)
+        return ((0.0 if arch in GEMMA else 1.0) + 0.1 * torch.randn(n, generator=g)).to(dtype)
 
     def bias(n):
         return (0.5 * torch.randn(n, generator=g)).to(dtype)
@@ -84,31 +105,47 @@ def random_weights(cfg, dtype, seed):
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         w[p + "input_layernorm.weight"] = norm(hidden)
-        w[p + "self_attn.q_proj.weight"] = mat(heads * hd, hidden)
-        w[p + "self_attn.k_proj.weight"] = mat(kv * hd, hidden)
-        w[p + "self_attn.v_proj.weight"] = mat(kv * hd, hidden)
-        if cfg["architectures"][0] == "Qwen2ForCausalLM":
+        if arch == "Phi3ForCausalLM":
+            w[p + "self_attn.qkv_proj.weight"] = mat((heads + 2 * kv) * hd, hidden)
+        else:
+            w[p + "self_attn.q_proj.weight"] = mat(heads * hd, hidden)
+            w[p + "self_attn.k_proj.weight"] = mat(kv * hd, hidden)
+            w[p + "self_attn.v_proj.weight"] = mat(kv * hd, hidden)
+        if arch in ("Qwen3ForCausalLM", "Gemma3ForCausalLM"):
+            w[p + "self_attn.q_norm.weight"] = norm(hd)
+            w[p + "self_attn.k_norm.weight"] = norm(hd)
+        if arch == "Qwen2ForCausalLM":
             w[p + "self_attn.q_proj.bias"] = bias(heads * hd)
             w[p + "self_attn.k_proj.bias"] = bias(kv * hd)
             w[p + "self_attn.v_proj.bias"] = bias(kv * hd)
         w[p + "self_attn.o_proj.weight"] = mat(hidden, heads * hd)
         w[p + "post_attention_layernorm.weight"] = norm(hidden)
-        w[p + "mlp.gate_proj.weight"] = mat(ffn, hidden)
-        w[p + "mlp.up_proj.weight"] = mat(ffn, hidden)
+        if arch in GEMMA:
+            w[p + "pre_feedforward_layernorm.weight"] = norm(hidden)
+            w[p + "post_feedforward_layernorm.weight"] = norm(hidden)
+        if arch == "Phi3ForCausalLM":
+            w[p + "mlp.gate_up_proj.weight"] = mat(2 * ffn, hidden)
+        else:
+            w[p + "mlp.gate_proj.weight"] = mat(ffn, hidden)
+            w[p + "mlp.up_proj.weight"] = mat(ffn, hidden)
         w[p + "mlp.down_proj.weight"] = mat(hidden, ffn)
     w["model.norm.weight"] = norm(hidden)
-    if not cfg.get("tie_word_embeddings", False):
+    if not cfg.get("tie_word_embeddings", arch in GEMMA):
         w["lm_head.weight"] = mat(vocab, hidden)
     return w
 
 
-def rope_inv_freq(cfg, scaling=True):
-    """transformers' inverse frequencies [head_dim/2], scaled as rope_scaling says."""
-    hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
-    hd = cfg.get("head_dim") or hidden // heads
-    base = cfg.get("rope_theta", 10000.0)
-    inv = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
-    rs = cfg.get("rope_scaling") if scaling else None
+def rotary_dim_of(cfg):
+    return int(head_dim_of(cfg) * cfg.get("partial_rotary_factor", 1.0))
+
+
+def rope_inv_freq(cfg, scaling=True, local=False):
+    """transformers' inverse frequencies [rotary_dim/2], scaled as rope_scaling
+    says; `local`: Gemma 3's sliding layers (their own base, no scaling)."""
+    rd = rotary_dim_of(cfg)
+    base = cfg.get("rope_local_base_freq", 10000.0) if local else cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float64) / rd)
+    rs = cfg.get("rope_scaling") if scaling and not local else None
     if not rs:
         return inv
     kind = rs.get("rope_type", rs.get("type"))
@@ -135,7 +172,9 @@ def rms_norm(x, w, eps):
 
 
 def sliding_window_of(cfg):
-    arch = cfg["architectures"][0]
+    arch = arch_of(cfg)
+    if arch in GEMMA:
+        return cfg.get("sliding_window", 4096)
     if arch == "MistralForCausalLM":
         return cfg.get("sliding_window", 4096)
     if arch == "Qwen2ForCausalLM" and cfg.get("use_sliding_window"):
@@ -143,51 +182,105 @@ def sliding_window_of(cfg):
     return None
 
 
-def forward(cfg, weights, tokens, scaling=True, window=True, biases=True):
+def layer_slides(cfg, l):
+    arch = arch_of(cfg)
+    if arch == "Gemma2ForCausalLM":
+        return l % 2 == 0
+    if arch == "Gemma3ForCausalLM":
+        return (l + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    return True
+
+
+def rope_tables(cfg, n, scaling, local):
+    pos = torch.arange(n, dtype=torch.float64)
+    freqs = torch.outer(pos, rope_inv_freq(cfg, scaling, local))       # (n, rd/2)
+    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :]              # (n, 1, rd)
+    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :]
+    return cos, sin
+
+
+def apply_rope(x, cos, sin):
+    rd = cos.shape[-1]
+    rot, rest = x[..., :rd], x[..., rd:]
+    return torch.cat((rot * cos + rotate_half(rot) * sin, rest), -1)
+
+
+def softcap(x, cap):
+    return torch.tanh(x / cap) * cap if cap else x
+
+
+def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
+            softcaps=True, local_rope=True):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
     switches turn a feature off, so a test can show it matters."""
     w = {k: v.to(torch.float64) for k, v in weights.items()}
+    arch = arch_of(cfg)
+    gemma = arch in GEMMA
     hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", heads)
-    hd = cfg.get("head_dim") or hidden // heads
+    hd = head_dim_of(cfg)
     eps = cfg.get("rms_norm_eps", 1e-6)
     n = len(tokens)
-    pos = torch.arange(n, dtype=torch.float64)
-    freqs = torch.outer(pos, rope_inv_freq(cfg, scaling))               # (n, hd/2)
-    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :]              # (n, 1, hd)
-    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :]
+    ropes = {local: rope_tables(cfg, n, scaling, local and local_rope and arch == "Gemma3ForCausalLM")
+             for local in (False, True)}
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
-    visible = j <= i
+    causal = j <= i
     win = sliding_window_of(cfg) if window else None
-    if win:
-        visible &= j > i - win
+    windowed = causal & (j > i - win) if win else causal
+    scale = cfg.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else 1 / math.sqrt(hd)
+    attn_cap = cfg.get("attn_logit_softcapping", 50.0 if arch == "Gemma2ForCausalLM" else None)
+    final_cap = cfg.get("final_logit_softcapping", 30.0 if arch == "Gemma2ForCausalLM" else None)
+    if not softcaps:
+        attn_cap = final_cap = None
+
+    def norm(x, name):
+        if name not in w:
+            return x
+        return rms_norm(x, 1.0 + w[name] if gemma else w[name], eps)
 
     x = w["model.embed_tokens.weight"][torch.tensor(tokens)]           # (n, hidden)
+    if gemma:
+        x = x * math.sqrt(hidden)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
-        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        h = norm(x, p + "input_layernorm.weight")
 
         def proj(name):
             y = h @ w[p + f"self_attn.{name}.weight"].T
             b = p + f"self_attn.{name}.bias"
             return y + w[b] if biases and b in w else y
 
-        q = proj("q_proj").view(n, heads, hd)
-        k = proj("k_proj").view(n, kv, hd)
-        v = proj("v_proj").view(n, kv, hd)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if arch == "Phi3ForCausalLM":
+            q, k, v = proj("qkv_proj").split([heads * hd, kv * hd, kv * hd], -1)
+        else:
+            q, k, v = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        q, k, v = q.reshape(n, heads, hd), k.reshape(n, kv, hd), v.reshape(n, kv, hd)
+        if qk_norm:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
+        slides = layer_slides(cfg, l)
+        cos, sin = ropes[slides]
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         k = k.repeat_interleave(heads // kv, dim=1)                     # (n, heads, hd)
         v = v.repeat_interleave(heads // kv, dim=1)
-        scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd)
-        scores = scores.masked_fill(~visible, float("-inf"))
+        scores = softcap(torch.einsum("qhd,khd->hqk", q, k) * scale, attn_cap)
+        scores = scores.masked_fill(~(windowed if slides else causal), float("-inf"))
         att = torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).reshape(n, heads * hd)
-        x = x + att @ w[p + "self_attn.o_proj.weight"].T
-        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        gate = h @ w[p + "mlp.gate_proj.weight"].T
-        up = h @ w[p + "mlp.up_proj.weight"].T
-        x = x + (torch.nn.functional.silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T
-    x = rms_norm(x, w["model.norm.weight"], eps)
+        o = att @ w[p + "self_attn.o_proj.weight"].T
+        if gemma:
+            x = x + norm(o, p + "post_attention_layernorm.weight")
+            h = norm(x, p + "pre_feedforward_layernorm.weight")
+        else:
+            x = x + o
+            h = norm(x, p + "post_attention_layernorm.weight")
+        if arch == "Phi3ForCausalLM":
+            gate, up = (h @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
+        else:
+            gate, up = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+        act = torch.nn.functional.gelu(gate, approximate="tanh") if gemma else torch.nn.functional.silu(gate)
+        m = (act * up) @ w[p + "mlp.down_proj.weight"].T
+        x = x + (norm(m, p + "post_feedforward_layernorm.weight") if gemma else m)
+    x = norm(x, "model.norm.weight")
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return x @ head.T
+    return softcap(x @ head.T, final_cap)

@@ -85,6 +85,34 @@ CASES = [
     dict(name="llama-head-dim-48-tied", tok="spm", dtype=torch.float16, gguf_ref=True,
          config=base_config("LlamaForCausalLM", vocab_size=32000, head_dim=48,
                             tie_word_embeddings=True)),
+    # Qwen3-0.6B scaled down: head_dim 32 while hidden/heads is 16, tied.
+    dict(name="qwen3-qk-norm-tied", tok="qwen3", dtype=torch.float32, n=64,
+         config=base_config("Qwen3ForCausalLM", vocab_size=151936, head_dim=32,
+                            tie_word_embeddings=True, rope_theta=1000000.0),
+         control={"qk_norm": False}),
+    # Gemma 2 scaled down: head_dim 32, query_pre_attn_scalar 24 (neither
+    # hidden/heads nor head_dim), soft-caps low enough to bite on random
+    # weights, a window of 8 over 64 positions on the even layers.
+    dict(name="gemma2-softcap-window", tok="spm", dtype=torch.bfloat16, n=64, also_f32=True,
+         config=base_config("Gemma2ForCausalLM", vocab_size=32000, num_hidden_layers=3,
+                            head_dim=32, query_pre_attn_scalar=24, sliding_window=8,
+                            attn_logit_softcapping=4.0, final_logit_softcapping=5.0,
+                            hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                            rms_norm_eps=1e-6, tie_word_embeddings=True),
+         control={"softcaps": False, "window": False}),
+    # Gemma 3 scaled down: 7 layers (layer 5 global, the rest sliding), q/k
+    # norms, local RoPE base 10000 against global 1e6 with linear factor 8.
+    dict(name="gemma3-local-global", tok="spm", dtype=torch.float32, n=64,
+         config=base_config("Gemma3ForCausalLM", vocab_size=32000, num_hidden_layers=7,
+                            head_dim=16, query_pre_attn_scalar=16, sliding_window=8,
+                            rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                            rope_scaling={"rope_type": "linear", "factor": 8.0},
+                            hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                            rms_norm_eps=1e-6, tie_word_embeddings=True),
+         control={"local_rope": False, "window": False, "qk_norm": False}),
+    # Phi-4-mini scaled down: fused projections, 3/4 of each head rotated.
+    dict(name="phi3-fused-partial-rotary", tok="spm", dtype=torch.float16, n=64,
+         config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75)),
 ]
 
 

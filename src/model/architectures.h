@@ -1,0 +1,20 @@
+// Each supported architecture's LayerBinder: one file per family
+// (llama.cc: llama, mistral, qwen2; qwen3.cc; gemma.cc: gemma2, gemma3;
+// phi3.cc), all on the shared decoder (model/decoder.h).
+#pragma once
+
+#include <string>
+
+#include "model/decoder.h"
+
+namespace duet {
+
+Status bind_llama_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+Status bind_qwen3_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+Status bind_gemma_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+Status bind_phi3_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+
+// The binder of general.architecture `arch`; nullptr for one duet lacks.
+LayerBinder layer_binder(const std::string& arch);
+
+}  // namespace duet

@@ -1,0 +1,484 @@
+#include "model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+
+#include "formats/llama_names.h"
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/type_kernels.h"
+#include "model/packed_weights.h"
+
+namespace duet {
+namespace {
+
+namespace n = gguf_names;
+
+void add_bias(float* y, const TensorView* bias, int32_t n, int32_t width) {
+  if (!bias) return;
+  const float* b = static_cast<const float*>(bias->data);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < width; ++j) y[static_cast<size_t>(i) * width + j] += b[j];
+}
+
+// Activations for up to `capacity` rows; grown only when a larger batch arrives,
+// so steady-state decode allocates nothing.
+struct Workspace {
+  int32_t capacity = 0;
+  std::vector<float> x;      // [n][dim] residual stream
+  std::vector<float> xn;     // [n][dim] normed input of a sub-block
+  std::vector<float> q;      // [n][q_dim]
+  std::vector<float> k;      // [n][kv_dim]
+  std::vector<float> v;      // [n][kv_dim]
+  std::vector<float> att;    // [n][q_dim] attention output
+  std::vector<float> proj;   // [n][dim] output of wo / w_down
+  std::vector<float> gate;   // [n][ffn]
+  std::vector<float> up;     // [n][ffn]
+  std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
+  std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
+  std::vector<int32_t> attn_begin_local;      // the same under the sliding window
+  std::vector<int32_t> attn_tiles;             // first row of each attention tile, then n
+  int64_t attn_grain = 1;                      // (tile, KV head) jobs per parallel_for range
+};
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer)
+      : Model(std::move(file), std::move(config), std::move(tokenizer)) {}
+
+  Status bind(LayerBinder bind_layer);
+  Status bind_rope();
+  Status pack_matrices();
+  size_t weight_bytes_per_pass() const override;
+  double matmul_flops_per_token() const override;
+  Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
+  void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
+                  int32_t delta, ThreadPool& pool) override;
+
+ private:
+  Status check_layers() const;
+  const float* inv_freq(int layer) const {
+    return config_.rope_base_local > 0.0f && config_.layer_slides(layer) ? inv_freq_local_.data() : inv_freq_.data();
+  }
+  Status check_batch(const Batch& batch, const KvCache& cache) const;
+  void ensure_workspace(int32_t n);
+  void embed(const Batch& batch);
+  void plan_attention(const Batch& batch);
+  void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
+  void ffn_block(int layer, int32_t n, ThreadPool& pool);
+  void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
+  void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
+    if (observer_) observer_->observe(w, x, m);
+    matmul(w, x, m, y, ws_.scratch.data(), pool);
+  }
+  // Matrices reading the same x (q, k, v; gate, up): quantized once.
+  void mm_shared(std::initializer_list<const TensorView*> ws, const float* x, int32_t m,
+                 std::initializer_list<float*> ys, ThreadPool& pool) {
+    if (observer_)
+      for (const TensorView* w : ws) observer_->observe(*w, x, m);
+    matmul_shared(std::span(ws.begin(), ws.size()), x, m, std::span(ys.begin(), ys.size()), ws_.scratch.data(), pool);
+  }
+
+  const TensorView* embd_ = nullptr;         // [n_vocab rows][dim]
+  const TensorView* output_norm_ = nullptr;  // [dim] f32
+  const TensorView* output_ = nullptr;       // [n_vocab rows][dim]; the embedding when tied
+  std::vector<LayerWeights> layers_;
+  std::vector<float> inv_freq_;              // [rope_dim/2]
+  std::vector<float> inv_freq_local_;        // the sliding layers' (rope_base_local), or empty
+  std::deque<TensorView> slices_;            // row ranges of fused matrices
+  PackedWeights packed_;
+  Workspace ws_;
+};
+
+// ne1 0: a vector of ne0 elements.
+Result<const TensorView*> require(const GgufFile& file_, const std::string& name, int64_t ne0, int64_t ne1) {
+  const TensorView* t = file_.tensor(name);
+  if (!t) return err(file_.path(), ": missing tensor ", name);
+  const bool is_vector = ne1 == 0;
+  const bool shape_ok = is_vector ? (t->n_dims == 1 && t->ne[0] == ne0)
+                                  : (t->n_dims == 2 && t->ne[0] == ne0 && t->ne[1] == ne1);
+  if (!shape_ok)
+    return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1],
+               "], expected [", ne0, is_vector ? "" : ", ", is_vector ? "" : std::to_string(ne1),
+               "]");
+  if (is_vector && t->dtype != DType::F32)
+    return err(file_.path(), ": norm tensor ", name, " must be F32, not ", dtype_name(t->dtype));
+  if (!is_vector && !type_kernels(t->dtype))
+    return err(file_.path(), ": tensor ", name, " has dtype ", dtype_name(t->dtype),
+               " which duet cannot compute with");
+  return t;
+}
+
+}  // namespace
+
+Result<const TensorView*> WeightBinder::matrix(const std::string& name, int64_t in, int64_t out) const {
+  return require(file_, name, in, out);
+}
+
+Result<const TensorView*> WeightBinder::vector(const std::string& name, int64_t n) const {
+  return require(file_, name, n, 0);
+}
+
+const TensorView* WeightBinder::rows(const TensorView& m, int64_t first, int64_t count) {
+  TensorView& v = slices_.emplace_back(m);
+  v.name = m.name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+  v.ne[1] = count;
+  v.data = m.row(first);
+  v.nbytes = m.row_stride() * static_cast<size_t>(count);
+  return &v;
+}
+
+namespace {
+
+Status DecoderModel::bind(LayerBinder bind_layer) {
+  const ModelConfig& c = config_;
+  if (c.n_heads / c.n_kv_heads > 64)
+    return err(file_.path(), ": more than 64 query heads per KV head is unsupported");
+  DUET_ASSIGN(embd_, require(file_, n::kTokenEmbd, c.dim, c.n_vocab));
+  DUET_ASSIGN(output_norm_, require(file_, n::kOutputNorm, c.dim, 0));
+  if (file_.tensor(n::kOutput)) {
+    DUET_ASSIGN(output_, require(file_, n::kOutput, c.dim, c.n_vocab));
+  } else {
+    output_ = embd_;
+    config_.tied_output = true;
+  }
+  WeightBinder binder(file_, slices_);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights w{};
+    DUET_TRY(bind_layer(binder, c, l, w));
+    layers_.push_back(w);
+  }
+  DUET_TRY(check_layers());
+  config_.qkv_bias = layers_[0].bq != nullptr;
+  config_.qk_norm = layers_[0].q_norm != nullptr;
+  config_.post_norms = layers_[0].post_attn_norm != nullptr;
+  DUET_TRY(pack_matrices());
+  return bind_rope();
+}
+
+// Every layer has the same optional parts: the flags in the config describe
+// the whole stack.
+Status DecoderModel::check_layers() const {
+  const LayerWeights& first = layers_[0];
+  for (size_t l = 1; l < layers_.size(); ++l) {
+    const LayerWeights& w = layers_[l];
+    if ((w.bq != nullptr) != (first.bq != nullptr) || (w.q_norm != nullptr) != (first.q_norm != nullptr) ||
+        (w.post_attn_norm != nullptr) != (first.post_attn_norm != nullptr))
+      return err(file_.path(), ": layer ", l, " has different optional tensors (biases, q/k norms, post-norms) than layer 0");
+  }
+  return {};
+}
+
+// After bind: every matrix the int8 kernels can take packed is swapped for
+// its packed copy. A tied head gets a copy of its own; embed() keeps reading
+// the embedding's rows in file layout. The mapped pages of what was copied
+// go back to the kernel a layer at a time, so the process holds the weights
+// once (plus a layer while loading), not twice.
+Status DecoderModel::pack_matrices() {
+  auto pack = [&](std::vector<const TensorView**> slots) -> Status {
+    std::vector<const TensorView*> sources;
+    for (const TensorView** slot : slots) sources.push_back(*slot);
+    DUET_TRY(packed_.pack(slots));
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (*slots[i] != sources[i] && sources[i] != embd_) file_.drop_pages(*sources[i]);
+    return {};
+  };
+  DUET_TRY(pack({&output_}));
+  for (LayerWeights& w : layers_) DUET_TRY(pack({&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}));
+  return {};
+}
+
+// The inverse frequencies of RoPE pairs for one base: scaled linearly and by
+// per-dimension divisors where given.
+std::vector<float> rope_inv_freq(int rope_dim, double base, double linear_factor, const float* divisors) {
+  std::vector<float> inv(static_cast<size_t>(rope_dim / 2));
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    double f = std::pow(base, -2.0 * i / rope_dim) / linear_factor;
+    if (divisors) f /= divisors[i];
+    inv[static_cast<size_t>(i)] = static_cast<float>(f);
+  }
+  return inv;
+}
+
+Status DecoderModel::bind_rope() {
+  const ModelConfig& c = config_;
+  const int half = c.rope_dim / 2;
+  const float* freq_divisors = nullptr;  // Llama 3.1-style per-dimension scaling
+  if (file_.tensor(n::kRopeFreqs)) {
+    DUET_ASSIGN(const TensorView* t, require(file_, n::kRopeFreqs, half, 0));
+    freq_divisors = static_cast<const float*>(t->data);
+    for (int i = 0; i < half; ++i)
+      if (!(freq_divisors[i] > 0.0f))
+        return err(file_.path(), ": ", n::kRopeFreqs, "[", i, "] = ", freq_divisors[i], " must be positive");
+  }
+  inv_freq_ = rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, freq_divisors);
+  if (c.rope_base_local > 0.0f) inv_freq_local_ = rope_inv_freq(c.rope_dim, c.rope_base_local, 1.0, nullptr);
+  return {};
+}
+
+size_t DecoderModel::weight_bytes_per_pass() const {
+  size_t bytes = output_->nbytes + output_norm_->nbytes;
+  for (const LayerWeights& w : layers_)
+    for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate, w.w_up, w.w_down,
+                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm})
+      bytes += t ? t->nbytes : 0;
+  return bytes;
+}
+
+double DecoderModel::matmul_flops_per_token() const {
+  const ModelConfig& c = config_;
+  const double per_layer = static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) +
+                           static_cast<double>(c.q_dim()) * c.dim + 3.0 * c.dim * c.ffn_dim;
+  return 2.0 * (per_layer * c.n_layers + static_cast<double>(c.dim) * c.n_vocab);
+}
+
+Status DecoderModel::check_batch(const Batch& batch, const KvCache& cache) const {
+  for (int32_t i = 0; i < batch.size(); ++i) {
+    const int32_t tok = batch.tokens[static_cast<size_t>(i)];
+    if (tok < 0 || tok >= config_.n_vocab)
+      return err("token id ", tok, " is out of range (vocabulary has ", config_.n_vocab, ")");
+    const int32_t s = batch.seq[static_cast<size_t>(i)];
+    if (s < 0 || s >= static_cast<int32_t>(batch.tables.size()))
+      return err("batch row ", i, " names sequence ", s, " of ", batch.tables.size());
+    const BlockTable& table = *batch.tables[static_cast<size_t>(s)];
+    const int32_t pos = batch.positions[static_cast<size_t>(i)];
+    if (pos < 0 || pos >= table.capacity())
+      return err("batch row ", i, " has position ", pos, " outside its ", table.capacity(),
+                 " reserved KV slots");
+    if (table.blocks[static_cast<size_t>(pos / kBlockTokens)] == kNoBlock)
+      return err("batch row ", i, " has position ", pos, " in a released KV block");
+  }
+  // A negative id marks a block a sliding window has already released.
+  for (const BlockTable* table : batch.tables)
+    for (int32_t b : table->blocks)
+      if (b >= cache.pool().n_blocks())
+        return err("block table names block ", b, " of ", cache.pool().n_blocks());
+  return {};
+}
+
+void DecoderModel::ensure_workspace(int32_t n) {
+  if (n <= ws_.capacity) return;
+  const ModelConfig& c = config_;
+  const auto un = static_cast<size_t>(n);
+  ws_.x.resize(un * c.dim);
+  ws_.xn.resize(un * c.dim);
+  ws_.q.resize(un * c.q_dim());
+  ws_.k.resize(un * c.kv_dim());
+  ws_.v.resize(un * c.kv_dim());
+  ws_.att.resize(un * c.q_dim());
+  ws_.proj.resize(un * c.dim);
+  ws_.gate.resize(un * c.ffn_dim);
+  ws_.up.resize(un * c.ffn_dim);
+  size_t scratch = activation_scratch_bytes(*output_, n);
+  for (const LayerWeights& w : layers_)
+    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down})
+      scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+  ws_.scratch.resize(scratch);
+  ws_.capacity = n;
+}
+
+void DecoderModel::embed(const Batch& batch) {
+  const TypeKernels* k = type_kernels(embd_->dtype);
+  for (int32_t i = 0; i < batch.size(); ++i)
+    k->to_float(embd_->row(batch.tokens[static_cast<size_t>(i)]),
+                ws_.x.data() + static_cast<size_t>(i) * config_.dim, config_.dim);
+  if (config_.embed_scale != 1.0f)
+    for (size_t j = 0; j < static_cast<size_t>(batch.size()) * config_.dim; ++j) ws_.x[j] *= config_.embed_scale;
+}
+
+// fn(i) for each of n rows of `width` floats, on the pool when the batch is
+// large enough to pay for the wake-up (a prefill chunk, not a decode step).
+template <class F>
+void for_rows(ThreadPool& pool, int32_t n, size_t width, F&& fn) {
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 15) / std::max<size_t>(width, 1)));
+  pool.parallel_for(n, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) fn(static_cast<int32_t>(i));
+  });
+}
+
+// Each row's key range, and tiles of consecutive rows of one sequence (a
+// prefill chunk's): the rows of a tile share each block of K/V they read.
+// The same for every layer, so planned once per forward pass.
+void DecoderModel::plan_attention(const Batch& batch) {
+  const ModelConfig& c = config_;
+  const int32_t n = batch.size();
+  ws_.attn_begin.resize(static_cast<size_t>(n));
+  ws_.attn_end.resize(static_cast<size_t>(n));
+  ws_.attn_begin_local.resize(static_cast<size_t>(n));
+  ws_.attn_tiles.clear();
+  int64_t keys = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto u = static_cast<size_t>(i);
+    ws_.attn_end[u] = batch.positions[u] + 1;
+    ws_.attn_begin[u] = 0;
+    ws_.attn_begin_local[u] = c.sliding_window > 0 ? std::max(0, ws_.attn_end[u] - c.sliding_window) : 0;
+    keys += ws_.attn_end[u];
+    const bool joins = i > 0 && batch.seq[u] == batch.seq[u - 1] && batch.positions[u] == batch.positions[u - 1] + 1 &&
+                       i - ws_.attn_tiles.back() < kMaxAttnRows;
+    if (!joins) ws_.attn_tiles.push_back(i);
+  }
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size());
+  ws_.attn_tiles.push_back(n);
+  // Jobs are (tile, KV head) pairs; batch them so each range is worth a
+  // thread wake-up (~64K multiply-adds), which keeps tiny models on one thread.
+  const int64_t work_per_job = std::max<int64_t>(1, keys / n_tiles * (c.n_heads / c.n_kv_heads) * c.head_dim * 2);
+  ws_.attn_grain = std::max<int64_t>(1, (int64_t{1} << 16) / work_per_job);
+}
+
+void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int32_t n = batch.size();
+  const size_t dim = static_cast<size_t>(c.dim);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
+  });
+  mm_shared({w.wq, w.wk, w.wv}, ws_.xn.data(), n, {ws_.q.data(), ws_.k.data(), ws_.v.data()}, pool);
+  add_bias(ws_.q.data(), w.bq, n, c.q_dim());
+  add_bias(ws_.k.data(), w.bk, n, c.kv_dim());
+  add_bias(ws_.v.data(), w.bv, n, c.kv_dim());
+  if (w.q_norm) {
+    const auto* qn = static_cast<const float*>(w.q_norm->data);
+    const auto* kn = static_cast<const float*>(w.k_norm->data);
+    for_rows(pool, n, static_cast<size_t>(c.q_dim() + c.kv_dim()), [&](int32_t i) {
+      float* q = &ws_.q[static_cast<size_t>(i) * c.q_dim()];
+      float* k = &ws_.k[static_cast<size_t>(i) * c.kv_dim()];
+      for (int32_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * c.head_dim, qn, q + h * c.head_dim, c.head_dim, c.rms_eps);
+      for (int32_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * c.head_dim, kn, k + h * c.head_dim, c.head_dim, c.rms_eps);
+    });
+  }
+
+  const size_t q_dim = static_cast<size_t>(c.q_dim()), kv_dim = static_cast<size_t>(c.kv_dim());
+  const size_t hd = static_cast<size_t>(c.head_dim);
+  // Rows write distinct cache slots: they may go in parallel.
+  for_rows(pool, n, q_dim + 2 * kv_dim, [&](int32_t i) {
+    const int32_t pos = batch.positions[static_cast<size_t>(i)];
+    const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
+    rotate(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
+    rotate(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
+    // Every row's K/V goes into the cache before any row attends, so rows
+    // of one sequence in this batch see each other causally.
+    const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
+    const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+    cache.store(layer, block, pos % kBlockTokens, &ws_.k[i * kv_dim], &ws_.v[i * kv_dim]);
+  });
+
+  const int32_t group = c.n_heads / c.n_kv_heads;
+  const AttnScale scale{c.attn_scale(), c.attn_softcap};
+  const std::vector<int32_t>& begins = c.layer_slides(layer) ? ws_.attn_begin_local : ws_.attn_begin;
+  const size_t block_stride = cache.block_stride();
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size()) - 1;
+  pool.parallel_for(n_tiles * c.n_kv_heads, ws_.attn_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const auto tile = static_cast<size_t>(job / c.n_kv_heads);
+      const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
+      const int32_t r0 = ws_.attn_tiles[tile], rows = ws_.attn_tiles[tile + 1] - r0;
+      const auto i = static_cast<size_t>(r0);
+      const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
+      const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
+                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+      const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
+      attend_paged_rows(&ws_.q[q_off], q_dim, rows, group, c.head_dim, kv, &begins[i], &ws_.attn_end[i], scale,
+                        &ws_.att[q_off], q_dim);
+    }
+  });
+
+  mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  add_residual(w.post_attn_norm, n, pool);
+}
+
+// x += proj, through the sub-block's post-norm where it has one (Gemma).
+void DecoderModel::add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool) {
+  const size_t dim = static_cast<size_t>(config_.dim);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    float* p = &ws_.proj[i * dim];
+    if (post_norm) rmsnorm(p, static_cast<const float*>(post_norm->data), p, config_.dim, config_.rms_eps);
+    for (size_t j = 0; j < dim; ++j) ws_.x[i * dim + j] += p[j];
+  });
+}
+
+void DecoderModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.ffn_dim);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
+  });
+  mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
+  // An exp per element: weighed as twice a row's width.
+  const auto glu = c.ffn_act == FfnActivation::kGeluTanh ? geglu_tanh : swiglu;
+  for_rows(pool, n, 2 * ffn, [&](int32_t i) {
+    glu(&ws_.gate[i * ffn], &ws_.up[i * ffn], &ws_.gate[i * ffn], static_cast<int64_t>(ffn));
+  });
+  mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
+  add_residual(w.post_ffn_norm, n, pool);
+}
+
+Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
+  DUET_TRY(check_batch(batch, cache));
+  const int32_t n = batch.size();
+  if (n == 0) return {};
+  ensure_workspace(n);
+  embed(batch);
+  plan_attention(batch);
+  for (int l = 0; l < config_.n_layers; ++l) {
+    attention_block(l, batch, cache, pool);
+    ffn_block(l, n, pool);
+  }
+  // Only rows that want logits pay for the final norm and the vocabulary head.
+  const size_t dim = static_cast<size_t>(config_.dim);
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!batch.want_logits[static_cast<size_t>(i)]) continue;
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(output_norm_->data), &ws_.xn[m * dim],
+            config_.dim, config_.rms_eps);
+    ++m;
+  }
+  if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
+  if (const float cap = config_.final_softcap; cap > 0.0f && m > 0)
+    for_rows(pool, m, static_cast<size_t>(config_.n_vocab), [&](int32_t i) {
+      float* row = logits + static_cast<size_t>(i) * config_.n_vocab;
+      for (int32_t j = 0; j < config_.n_vocab; ++j) row[j] = cap * std::tanh(row[j] / cap);
+    });
+  return {};
+}
+
+void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
+                            int32_t delta, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
+  const size_t hd = static_cast<size_t>(c.head_dim);
+  pool.parallel_for(static_cast<int64_t>(c.n_layers) * c.n_kv_heads, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t job = lo; job < hi; ++job) {
+      const auto layer = static_cast<int32_t>(job / c.n_kv_heads);
+      const auto h = static_cast<int32_t>(job % c.n_kv_heads);
+      // The keys of a block's slots are rotated together, as if they were
+      // the heads of one row, sharing one set of cosines and sines. Loading
+      // and storing goes through the cache's format (quantized keys are
+      // requantized after the rotation).
+      std::vector<float> rows(static_cast<size_t>(kBlockTokens) * hd);
+      for (int32_t pos = begin; pos < end;) {
+        const int32_t slot = pos % kBlockTokens;
+        const int32_t n = std::min(kBlockTokens - slot, end - pos);
+        const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+        for (int32_t i = 0; i < n; ++i) cache.load_key(layer, block, h, slot + i, &rows[i * hd]);
+        rotate(rows.data(), n, c.head_dim, c.rope_dim, delta, inv_freq(layer));
+        for (int32_t i = 0; i < n; ++i) cache.store_key(layer, block, h, slot + i, &rows[i * hd]);
+        pos += n;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> load_decoder(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer,
+                                            LayerBinder bind_layer) {
+  auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(tokenizer));
+  DUET_TRY(model->bind(bind_layer));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace duet

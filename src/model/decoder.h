@@ -1,0 +1,63 @@
+// The decoder every supported architecture shares: pre-norm blocks of
+// RMSNorm → GQA attention with RoPE → residual → RMSNorm → gated FFN →
+// residual, with the variations ModelConfig names (q/k norms, post-norms,
+// GeGLU, soft-caps, per-layer sliding windows and RoPE bases). What differs
+// per architecture is which tensors a layer has and how they are named or
+// fused: each architecture's LayerBinder (model/architectures.h) says that.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+
+namespace duet {
+
+// A layer's tensors; null where the architecture has none.
+struct LayerWeights {
+  const TensorView* attn_norm = nullptr;  // [dim] f32
+  const TensorView* wq = nullptr;         // [q_dim rows][dim]
+  const TensorView* wk = nullptr;         // [kv_dim rows][dim]
+  const TensorView* wv = nullptr;         // [kv_dim rows][dim]
+  const TensorView* wo = nullptr;         // [dim rows][q_dim]
+  const TensorView* ffn_norm = nullptr;   // [dim] f32
+  const TensorView* w_gate = nullptr;     // [ffn rows][dim]
+  const TensorView* w_up = nullptr;       // [ffn rows][dim]
+  const TensorView* w_down = nullptr;     // [dim rows][ffn]
+  const TensorView* bq = nullptr;         // Q/K/V biases [q_dim], [kv_dim], [kv_dim] (Qwen2)
+  const TensorView* bk = nullptr;
+  const TensorView* bv = nullptr;
+  const TensorView* q_norm = nullptr;     // per-head norms [head_dim] (Qwen3, Gemma 3)
+  const TensorView* k_norm = nullptr;
+  const TensorView* post_attn_norm = nullptr;  // [dim] (Gemma 2/3)
+  const TensorView* post_ffn_norm = nullptr;
+};
+
+// Finds a file's tensors by name with the shape the config implies, or a
+// clear error naming the tensor.
+class WeightBinder {
+ public:
+  WeightBinder(const GgufFile& file, std::deque<TensorView>& slices) : file_(file), slices_(slices) {}
+
+  bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
+  // A matrix of `out` rows of `in` elements, in a type duet computes with.
+  Result<const TensorView*> matrix(const std::string& name, int64_t in, int64_t out) const;
+  // An F32 vector of n elements.
+  Result<const TensorView*> vector(const std::string& name, int64_t n) const;
+  // Rows [first, first + count) of a bound matrix as a matrix of their own:
+  // how fused projections (Phi-3's qkv) become the shared code's q, k and v.
+  const TensorView* rows(const TensorView& m, int64_t first, int64_t count);
+
+ private:
+  const GgufFile& file_;
+  std::deque<TensorView>& slices_;
+};
+
+// Binds layer `layer`'s tensors into `w` the architecture's way.
+using LayerBinder = Status (*)(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+
+Result<std::unique_ptr<Model>> load_decoder(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer,
+                                            LayerBinder bind_layer);
+
+}  // namespace duet
