@@ -1,4 +1,4 @@
-// `duet synth`: writes a random-weight llama GGUF of a preset or custom shape.
+// `duet synth`: writes a random-weight GGUF of a preset or custom shape.
 #include <memory>
 #include <string>
 
@@ -45,7 +45,7 @@ Result<ModelConfig> requested_shape(const SynthArgs& a, const CLI::App& app) {
   // A custom shape need not name every field.
   ModelConfig shape{.name = "synth-custom", .ctx_len = 2048};
   if (!a.like.empty()) {
-    DUET_ASSIGN(shape, llama_preset(a.like));
+    DUET_ASSIGN(shape, model_preset(a.like));
   }
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
   for (const auto& f : kIntFlags)
@@ -65,14 +65,15 @@ int run(const SynthArgs& a, const CLI::App& app) {
   auto dtype = parse_dtype(a.dtype);
   if (!dtype) return fail(dtype.error());
   const SynthOptions opt{.shape = *shape, .dtype = *dtype, .seed = a.seed, .vocab_from = a.vocab};
-  if (Status st = synth_llama(opt, a.out); !st) return fail(st.error());
+  if (Status st = synth_model(opt, a.out); !st) return fail(st.error());
   return 0;
 }
 
 const bool registered = register_command(
-    "synth", "write a random-weight llama model of a real or custom shape", [](CLI::App& app) {
+    "synth", "write a random-weight model of a real or custom shape", [](CLI::App& app) {
       auto a = std::make_shared<SynthArgs>();
-      app.add_option("--like", a->like, "shape preset: tinyllama-1.1b, stories110m, stories15m");
+      app.add_option("--like", a->like,
+                     "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini");
       app.add_option("--vocab", a->vocab, "GGUF whose tokenizer (and vocab size) is copied");
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");
       app.add_option("--seed", a->seed, "random seed");

@@ -143,7 +143,10 @@ Result<GgufWriter> vocab_keys(const SynthOptions& opt, ModelConfig& s) {
 
 }  // namespace
 
-Result<ModelConfig> llama_preset(std::string_view name) {
+constexpr const char* kPresets =
+    "tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini";
+
+Result<ModelConfig> model_preset(std::string_view name) {
   ModelConfig s;
   if (name == "tinyllama-1.1b") {
     s = {.n_vocab = 32000, .dim = 2048, .n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .ffn_dim = 5632,
@@ -154,8 +157,22 @@ Result<ModelConfig> llama_preset(std::string_view name) {
   } else if (name == "stories15m") {
     s = {.n_vocab = 32000, .dim = 288, .n_layers = 6, .n_heads = 6, .n_kv_heads = 6, .ffn_dim = 768,
          .ctx_len = 256, .tied_output = true};
+  } else if (name == "qwen3-0.6b") {
+    s = {.arch = "qwen3", .n_vocab = 151936, .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8,
+         .head_dim = 128, .ffn_dim = 3072, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f, .tied_output = true};
+  } else if (name == "gemma3-1b") {
+    s = {.arch = "gemma3", .n_vocab = 262144, .dim = 1152, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1,
+         .head_dim = 256, .ffn_dim = 6912, .ctx_len = 32768, .rope_base = 1e6f, .rms_eps = 1e-6f,
+         .sliding_window = 512, .tied_output = true};
+  } else if (name == "gemma2-2b") {
+    s = {.arch = "gemma2", .n_vocab = 256000, .dim = 2304, .n_layers = 26, .n_heads = 8, .n_kv_heads = 4,
+         .head_dim = 256, .ffn_dim = 9216, .ctx_len = 8192, .rms_eps = 1e-6f, .sliding_window = 4096,
+         .tied_output = true, .attn_softcap = 50.0f, .final_softcap = 30.0f};
+  } else if (name == "phi4-mini") {
+    s = {.arch = "phi3", .n_vocab = 200064, .dim = 3072, .n_layers = 32, .n_heads = 24, .n_kv_heads = 8,
+         .head_dim = 128, .ffn_dim = 8192, .ctx_len = 4096, .rope_dim = 96, .tied_output = true};
   } else {
-    return err("unknown model preset '", name, "' (tinyllama-1.1b, stories110m, stories15m)");
+    return err("unknown model preset '", name, "' (", kPresets, ")");
   }
   s.name = "synth-" + std::string(name);
   return s;
@@ -190,14 +207,17 @@ Status validate_shape(const ModelConfig& s) {
   return {};
 }
 
-Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
+Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   if (opt.dtype != DType::F32 && opt.dtype != DType::F16 && opt.dtype != DType::BF16)
     return err("synth: dtype ", dtype_name(opt.dtype), " is not supported (f32, f16, bf16)");
   ModelConfig s = opt.shape;
-  s.arch = "llama";
+  const std::string& a = s.arch;
+  if (a != "llama" && a != "qwen3" && a != "gemma2" && a != "gemma3" && a != "phi3")
+    return err("synth: architecture '", a, "' is not supported (llama, qwen3, gemma2, gemma3, phi3)");
+  if ((a == "gemma2" || a == "gemma3") && !s.tied_output) return err("synth: Gemma's head is always tied");
   DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
   if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
-  s.rope_dim = s.head_dim;
+  if (s.rope_dim == 0 || s.rope_dim > s.head_dim) s.rope_dim = s.head_dim;
   GgufWriter w;
   write_model_config(w, s);
   DUET_ASSIGN(const uint32_t file_type, llama_file_type(opt.dtype));
@@ -218,21 +238,43 @@ Status synth_llama(const SynthOptions& opt, const std::string& out_path) {
   // A tied head reads logits off the embedding, so there the embedding gets
   // the head's 1/sqrt(dim) (logits ~N(0,1), as untied); at N(0,1) the logits
   // would spread by sqrt(dim) and greedy decoding would echo its input.
+  // Gemma multiplies embeddings by sqrt(dim) itself.
   const float embd_std = s.tied_output ? inv_sqrt(s.dim) : 1.0f;
   DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.n_vocab}, 0.0f, embd_std, seed));
+  const bool fused = a == "phi3", gemma = a == "gemma2" || a == "gemma3";
+  const auto norm = [&](const std::string& name, int64_t n) {
+    return add_random(w, name, DType::F32, {n}, 1.0f, kNormNoise, seed);
+  };
+  const auto matrix = [&](const std::string& name, int64_t in, int64_t out, float scale) {
+    return add_random(w, name, dt, {in, out}, 0.0f, inv_sqrt(in) * scale, seed);
+  };
   for (int l = 0; l < s.n_layers; ++l) {
     const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
-    DUET_TRY(add_random(w, names::blk(l, names::kAttnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kAttnQ), dt, {s.dim, q_out}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kAttnK), dt, {s.dim, kv_out}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kAttnV), dt, {s.dim, kv_out}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kAttnOut), dt, {q_out, s.dim}, 0.0f,
-                        inv_sqrt(q_out) * res_scale, seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnNorm), DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnGate), dt, {s.dim, s.ffn_dim}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnUp), dt, {s.dim, s.ffn_dim}, 0.0f, inv_sqrt(s.dim), seed));
-    DUET_TRY(add_random(w, names::blk(l, names::kFfnDown), dt, {s.ffn_dim, s.dim}, 0.0f,
-                        inv_sqrt(s.ffn_dim) * res_scale, seed));
+    DUET_TRY(norm(names::blk(l, names::kAttnNorm), s.dim));
+    if (fused) {
+      DUET_TRY(matrix(names::blk(l, names::kAttnQkv), s.dim, q_out + 2 * kv_out, 1.0f));
+    } else {
+      DUET_TRY(matrix(names::blk(l, names::kAttnQ), s.dim, q_out, 1.0f));
+      DUET_TRY(matrix(names::blk(l, names::kAttnK), s.dim, kv_out, 1.0f));
+      DUET_TRY(matrix(names::blk(l, names::kAttnV), s.dim, kv_out, 1.0f));
+    }
+    if (a == "qwen3" || a == "gemma3") {
+      DUET_TRY(norm(names::blk(l, names::kAttnQNorm), s.head_dim));
+      DUET_TRY(norm(names::blk(l, names::kAttnKNorm), s.head_dim));
+    }
+    DUET_TRY(matrix(names::blk(l, names::kAttnOut), q_out, s.dim, res_scale));
+    DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
+    if (gemma) {
+      DUET_TRY(norm(names::blk(l, names::kPostAttnNorm), s.dim));
+      DUET_TRY(norm(names::blk(l, names::kPostFfnNorm), s.dim));
+    }
+    if (fused) {
+      DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, 2 * int64_t{s.ffn_dim}, 1.0f));
+    } else {
+      DUET_TRY(matrix(names::blk(l, names::kFfnGate), s.dim, s.ffn_dim, 1.0f));
+      DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, s.ffn_dim, 1.0f));
+    }
+    DUET_TRY(matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale));
   }
   DUET_TRY(add_random(w, names::kOutputNorm, DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
   if (!s.tied_output)

@@ -1,4 +1,4 @@
-// Random-weight llama models of real shapes (`duet synth`): a runnable GGUF
+// Random-weight models of real shapes (`duet synth`): a runnable GGUF
 // of any size without its trained weights, for shape coverage in tests and
 // for benchmarks of models that cannot be downloaded here.
 #pragma once
@@ -13,8 +13,10 @@
 
 namespace duet {
 
-// Shapes of published models: "tinyllama-1.1b", "stories110m", "stories15m".
-Result<ModelConfig> llama_preset(std::string_view name);
+// Shapes of published models: "tinyllama-1.1b", "stories110m", "stories15m",
+// "qwen3-0.6b", "gemma3-1b", "gemma2-2b", "phi4-mini" (their architecture
+// included).
+Result<ModelConfig> model_preset(std::string_view name);
 
 // An error naming the first field that makes the shape unusable. A head_dim
 // of 0 stands for dim / n_heads.
@@ -27,8 +29,9 @@ struct SynthOptions {
   std::string vocab_from;     // GGUF whose tokenizer.* keys are copied; empty: synthetic vocab
 };
 
-// Draws the weights and writes the GGUF. With vocab_from set, the vocabulary
+// Draws the weights of shape.arch's tensors (llama, qwen3, gemma2, gemma3,
+// phi3) and writes the GGUF. With vocab_from set, the vocabulary
 // size comes from that file (a different nonzero shape.n_vocab is an error).
-Status synth_llama(const SynthOptions& opt, const std::string& out_path);
+Status synth_model(const SynthOptions& opt, const std::string& out_path);
 
 }  // namespace duet

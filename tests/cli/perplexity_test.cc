@@ -136,7 +136,7 @@ TEST(Perplexity, EqualLogitsGiveTheVocabularySize) {
   opt.shape = {.name = "flat", .n_vocab = 0, .dim = 32, .n_layers = 1, .n_heads = 2, .n_kv_heads = 2,
                .ffn_dim = 64, .ctx_len = 64};
   opt.vocab_from = stories_gguf();
-  ASSERT_TRUE(synth_llama(opt, dir.file("synth.gguf")).ok());
+  ASSERT_TRUE(synth_model(opt, dir.file("synth.gguf")).ok());
   auto synth = GgufFile::open(dir.file("synth.gguf"));
   ASSERT_TRUE(synth.ok());
   GgufWriter w;

@@ -201,7 +201,7 @@ TEST(KvWindow, ModelSlidingWindowReleasesBlocksOutOfReach) {
              .ctx_len = 512, .sliding_window = 32};
   o.seed = 9;
   o.vocab_from = stories_path();
-  ASSERT_TRUE(synth_llama(o, dir.file("w.gguf")).ok());
+  ASSERT_TRUE(synth_model(o, dir.file("w.gguf")).ok());
   auto m = load(dir.file("w.gguf"));
   ASSERT_TRUE(m);
   ASSERT_EQ(m->config().sliding_window, 32);

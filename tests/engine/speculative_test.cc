@@ -133,7 +133,7 @@ std::string synth_with_stories_vocab(const testing::TempDir& dir, const std::str
   o.seed = seed;
   o.vocab_from = stories_path();
   const std::string path = dir.file(name + ".gguf");
-  const Status st = synth_llama(o, path);
+  const Status st = synth_model(o, path);
   EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
   return path;
 }
@@ -320,7 +320,7 @@ TEST(SpeculativeEngine, ADraftWithAnotherVocabularyIsRefused) {
   SynthOptions o;
   o.shape = {.name = "other-vocab", .n_vocab = 600, .dim = 32, .n_layers = 1, .n_heads = 4, .n_kv_heads = 4,
              .ffn_dim = 96, .ctx_len = 128};
-  ASSERT_TRUE(synth_llama(o, dir.file("other.gguf")).ok());
+  ASSERT_TRUE(synth_model(o, dir.file("other.gguf")).ok());
   auto other = load(dir.file("other.gguf"));
   ASSERT_TRUE(target && other);
   Engine engine(*target, EngineConfig{});

@@ -29,7 +29,7 @@ SynthOptions options(DType dtype, uint64_t seed) {
 // The small shape drawn in `dtype` with `seed`, written to dir and opened.
 Result<GgufFile> synth_file(const TempDir& dir, DType dtype, uint64_t seed) {
   const std::string path = dir.file("m.gguf");
-  DUET_TRY(synth_llama(options(dtype, seed), path));
+  DUET_TRY(synth_model(options(dtype, seed), path));
   return GgufFile::open(path);
 }
 
@@ -118,9 +118,9 @@ TEST(LlamaSynth, WeightStatistics) {
 
 TEST(LlamaSynth, SameSeedSameBytesOtherSeedOtherWeights) {
   TempDir dir;
-  ASSERT_TRUE(synth_llama(options(DType::F32, 42), dir.file("a.gguf")).ok());
-  ASSERT_TRUE(synth_llama(options(DType::F32, 42), dir.file("b.gguf")).ok());
-  ASSERT_TRUE(synth_llama(options(DType::F32, 43), dir.file("c.gguf")).ok());
+  ASSERT_TRUE(synth_model(options(DType::F32, 42), dir.file("a.gguf")).ok());
+  ASSERT_TRUE(synth_model(options(DType::F32, 42), dir.file("b.gguf")).ok());
+  ASSERT_TRUE(synth_model(options(DType::F32, 43), dir.file("c.gguf")).ok());
   const std::string a = testing::read_file(dir.file("a.gguf")), b = testing::read_file(dir.file("b.gguf")),
                     c = testing::read_file(dir.file("c.gguf"));
   ASSERT_GT(a.size(), 64u * 301u * 4u);
@@ -134,7 +134,7 @@ TEST(LlamaSynth, TiedHeadAndExplicitHeadDim) {
   SynthOptions opt = options(DType::F32, 1);
   opt.shape.tied_output = true;
   opt.shape.head_dim = 32;  // 4 heads * 32 = 128 != dim 64
-  ASSERT_TRUE(synth_llama(opt, dir.file("m.gguf")).ok());
+  ASSERT_TRUE(synth_model(opt, dir.file("m.gguf")).ok());
   auto f = GgufFile::open(dir.file("m.gguf"));
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(f->tensor(names::kOutput), nullptr);
@@ -155,7 +155,7 @@ TEST(LlamaSynth, CopiesVocabularyFromAnotherGguf) {
   SynthOptions opt = options(DType::F32, 1);
   opt.shape.n_vocab = 0;
   opt.vocab_from = src;
-  ASSERT_TRUE(synth_llama(opt, dir.file("m.gguf")).ok());
+  ASSERT_TRUE(synth_model(opt, dir.file("m.gguf")).ok());
   auto f = GgufFile::open(dir.file("m.gguf"));
   ASSERT_TRUE(f.ok()) << f.error().message;
   EXPECT_EQ(*f->get_strings(names::kTokTokens), *ref->get_strings(names::kTokTokens));
@@ -164,7 +164,7 @@ TEST(LlamaSynth, CopiesVocabularyFromAnotherGguf) {
   expect_tensor(*f, names::kTokenEmbd, DType::F32, 64, 512);
 
   opt.shape.n_vocab = 1000;  // disagrees with the file's 512 tokens
-  Status st = synth_llama(opt, dir.file("n.gguf"));
+  Status st = synth_model(opt, dir.file("n.gguf"));
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("512"), std::string::npos) << st.error().message;
 }
@@ -172,7 +172,7 @@ TEST(LlamaSynth, CopiesVocabularyFromAnotherGguf) {
 TEST(LlamaSynth, RejectsUnusableShapes) {
   TempDir dir;
   auto fails_with = [&](SynthOptions opt, const std::string& needle) {
-    Status st = synth_llama(opt, dir.file("bad.gguf"));
+    Status st = synth_model(opt, dir.file("bad.gguf"));
     ASSERT_FALSE(st.ok()) << needle;
     EXPECT_NE(st.error().message.find(needle), std::string::npos) << st.error().message;
   };
@@ -190,8 +190,8 @@ TEST(LlamaSynth, RejectsUnusableShapes) {
   o = options(DType::F32, 0);
   o.shape.head_dim = 7;
   fails_with(o, "head-dim");
-  EXPECT_FALSE(llama_preset("gpt-5").ok());
-  auto p = llama_preset("tinyllama-1.1b");
+  EXPECT_FALSE(model_preset("gpt-5").ok());
+  auto p = model_preset("tinyllama-1.1b");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->n_kv_heads, 4);
   EXPECT_TRUE(validate_shape(*p).ok());

@@ -113,7 +113,7 @@ ModelConfig synth_shape() {
 std::unique_ptr<Model> synth_model(const testing::TempDir& dir) {
   SynthOptions opt{.shape = synth_shape(), .dtype = DType::F32, .seed = 5, .vocab_from = ""};
   const std::string path = dir.file("synth.gguf");
-  EXPECT_TRUE(synth_llama(opt, path).ok());
+  EXPECT_TRUE(synth_model(opt, path).ok());
   auto m = Model::load(path);
   EXPECT_TRUE(m.ok()) << m.error().message;
   return m.ok() ? std::move(*m) : nullptr;
