@@ -74,7 +74,9 @@ Engine::Engine(Model& model, const EngineConfig& config)
       runner_(model, cache_, pool_),
       output_(model.tokenizer(), model.config().n_vocab, ctx_, config.kv_window <= 0),
       window_(config.kv_window, config.kv_sinks, model.config().window_of_all_layers()),
-      max_seqs_(std::max(1, config.scheduler.max_seqs)) {}
+      max_seqs_(std::max(1, config.scheduler.max_seqs)) {
+  model_.set_context(ctx_);
+}
 
 Status Engine::check_prompt(const std::vector<int32_t>& prompt) const {
   if (prompt.empty()) return err("the prompt is empty");

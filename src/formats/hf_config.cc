@@ -65,6 +65,29 @@ Status read_token_id(const json& j, const char* key, const std::string& src, int
   return {};
 }
 
+Status read_factors(const json& j, const char* key, const std::string& src, std::vector<float>* out) {
+  const json* v = field(j, key);
+  if (!v || !v->is_array() || v->empty()) return err(src, ": longrope rope_scaling needs a \"", key, "\" list");
+  for (const json& x : *v) {
+    if (!x.is_number() || !(x.get<double>() > 0.0)) return err(src, ": ", key, " must hold positive numbers");
+    out->push_back(x.get<float>());
+  }
+  return {};
+}
+
+// Phi-3's LongRoPE: two tables of per-dimension divisors; the attention
+// factor (read later, with the context lengths) may be given here.
+Status read_longrope(const json& v, const std::string& src, HfRopeScaling* rs) {
+  DUET_TRY(read_factors(v, "short_factor", src, &rs->short_factor));
+  DUET_TRY(read_factors(v, "long_factor", src, &rs->long_factor));
+  if (rs->short_factor.size() != rs->long_factor.size())
+    return err(src, ": longrope short_factor and long_factor differ in length");
+  DUET_TRY(read_float(v, "attention_factor", src, &rs->factor));
+  if (!field(v, "attention_factor")) rs->factor = 0.0;  // derived from the context lengths
+  DUET_TRY(read_int(v, "original_max_position_embeddings", src, 1, 1 << 24, &rs->original_max_position_embeddings, false));
+  return {};
+}
+
 Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* rs) {
   const json* v = field(j, "rope_scaling");
   if (!v) return {};
@@ -74,9 +97,10 @@ Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* r
   if (!type || !type->is_string()) return err(src, ": rope_scaling has no \"rope_type\" string");
   const std::string t = type->get<std::string>();
   if (t == "default") return {};
-  if (t != "linear" && t != "llama3")
-    return err(src, ": rope_scaling type '", t, "' is not supported (supported: linear, llama3)");
+  if (t != "linear" && t != "llama3" && t != "longrope")
+    return err(src, ": rope_scaling type '", t, "' is not supported (supported: linear, llama3, longrope)");
   rs->type = t;
+  if (t == "longrope") return read_longrope(*v, src, rs);
   DUET_TRY(read_float(*v, "factor", src, &rs->factor));
   if (!field(*v, "factor")) return err(src, ": rope_scaling of type ", t, " needs \"factor\"");
   if (!(rs->factor >= 1.0 && rs->factor <= 1024.0))
@@ -152,6 +176,20 @@ Status read_gemma(const json& j, const std::string& src, ModelConfig& m) {
   return {};
 }
 
+// LongRoPE's context lengths and attention factor: sqrt(1 + ln(s) / ln(orig))
+// for s = max_position_embeddings / orig, unless the config gives it.
+Status set_longrope(const json& j, const std::string& src, HfConfig& c) {
+  HfRopeScaling& rs = c.rope_scaling;
+  DUET_TRY(read_int(j, "original_max_position_embeddings", src, 1, 1 << 24, &rs.original_max_position_embeddings, false));
+  const double orig = rs.original_max_position_embeddings;
+  const double s = c.model.ctx_len / orig;
+  double factor = rs.factor;
+  if (factor == 0.0) factor = s > 1.0 ? std::sqrt(1.0 + std::log(s) / std::log(orig)) : 1.0;
+  c.model.rope_orig_ctx = rs.original_max_position_embeddings;
+  c.model.rope_attn_factor = static_cast<float>(factor);
+  return {};
+}
+
 }  // namespace
 
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
@@ -219,6 +257,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   }
   c.model.rope_layout = c.model.arch == "llama" ? RopeLayout::kNormal : RopeLayout::kNeox;
   if (gemma) DUET_TRY(read_gemma(j, src, c.model));
+  if (c.rope_scaling.type == "longrope") DUET_TRY(set_longrope(j, src, c));
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
 

@@ -14,12 +14,14 @@
 namespace duet {
 
 struct HfRopeScaling {
-  std::string type;              // "" (none), "linear" or "llama3"
+  std::string type;              // "" (none), "linear", "llama3" or "longrope"
   double factor = 1.0;
   // llama3 only.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int32_t original_max_position_embeddings = 8192;
+  // longrope only: divisors of the base frequencies [rope_dim/2].
+  std::vector<float> short_factor, long_factor;
 };
 
 struct HfConfig {

@@ -100,9 +100,10 @@ Status HfCheckpoint::plan_tensors() {
   DUET_TRY(add("model.norm.weight", n::kOutputNorm, {m.dim}, 0, norm_plus));
   // Tied: transformers ignores a stored lm_head; GGUF says so by omitting output.weight.
   if (!m.tied_output) DUET_TRY(add("lm_head.weight", n::kOutput, {m.n_vocab, m.dim}, 0, 0.0f));
-  if (c.rope_scaling.type == "llama3") {
-    rope_freqs_ = llama3_rope_divisors(c);
-    plans_.push_back({n::kRopeFreqs, nullptr, 0});
+  if (c.rope_scaling.type == "llama3") DUET_TRY(add_computed(n::kRopeFreqs, llama3_rope_divisors(c)));
+  if (c.rope_scaling.type == "longrope") {
+    DUET_TRY(add_computed(n::kRopeFactorsShort, c.rope_scaling.short_factor));
+    DUET_TRY(add_computed(n::kRopeFactorsLong, c.rope_scaling.long_factor));
   }
 
   for (const SafetensorsTensor* t : weights_.tensors()) {
@@ -163,6 +164,14 @@ Status HfCheckpoint::plan_layer(
   return {};
 }
 
+Status HfCheckpoint::add_computed(std::string name, std::vector<float> values) {
+  if (static_cast<int32_t>(values.size()) * 2 != config_.model.rope_dim)
+    return err(dir_, ": ", name, " has ", values.size(), " values; RoPE rotates ", config_.model.rope_dim, " dims");
+  computed_.emplace_back(name, std::move(values));
+  plans_.push_back({std::move(name), nullptr, 0});
+  return {};
+}
+
 Status HfCheckpoint::set_metadata() {
   const HfConfig& c = config_;
   GgufWriter w;
@@ -202,12 +211,15 @@ Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
   const Plan& p = plans_[i];
   TensorView v;
   v.name = p.name;
-  if (!p.source) {  // rope_freqs: F32 [head_dim/2]
+  if (!p.source) {  // computed: F32 [rope_dim/2]
+    const std::vector<float>* values = nullptr;
+    for (const auto& [name, vec] : computed_)
+      if (name == p.name) values = &vec;
     v.dtype = DType::F32;
     v.n_dims = 1;
-    v.ne[0] = static_cast<int64_t>(rope_freqs_.size());
-    v.data = rope_freqs_.data();
-    v.nbytes = rope_freqs_.size() * sizeof(float);
+    v.ne[0] = static_cast<int64_t>(values->size());
+    v.data = values->data();
+    v.nbytes = values->size() * sizeof(float);
     return v;
   }
   const SafetensorsTensor& s = *p.source;

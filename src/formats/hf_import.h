@@ -43,7 +43,7 @@ class HfCheckpoint {
  private:
   struct Plan {
     std::string name;                          // GGUF name
-    const SafetensorsTensor* source = nullptr;  // null: rope_freqs_ (computed)
+    const SafetensorsTensor* source = nullptr;  // null: computed_ of the same name
     int32_t permute_heads = 0;                 // > 0: rows of this many heads permuted
     float add = 0.0f;                          // added to every element (Gemma's norms: 1 + w)
   };
@@ -57,7 +57,10 @@ class HfCheckpoint {
   SafetensorsCheckpoint weights_;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<Plan> plans_;
-  std::vector<float> rope_freqs_;  // [head_dim/2] llama3 divisors, or empty
+  // F32 vectors derived from config.json: llama3's rope_freqs, LongRoPE's
+  // short and long factors.
+  std::vector<std::pair<std::string, std::vector<float>>> computed_;
+  Status add_computed(std::string name, std::vector<float> values);
 };
 
 // The GGUF file `duet convert --from hf` writes.

@@ -31,6 +31,7 @@ inline const std::string kVocabSize = "vocab_size";
 inline const std::string kRopeScalingType = "rope.scaling.type";
 inline const std::string kRopeScalingFactor = "rope.scaling.factor";
 inline const std::string kRopeScalingOrigCtx = "rope.scaling.original_context_length";
+inline const std::string kRopeScalingAttnFactor = "rope.scaling.attn_factor";
 inline const std::string kSlidingWindow = "attention.sliding_window";
 inline const std::string kAttnScale = "attention.scale";  // multiplies q·k (else 1/sqrt(head_dim))
 inline const std::string kAttnSoftcap = "attn_logit_softcapping";
@@ -57,6 +58,10 @@ inline const std::string kOutputNorm = "output_norm.weight";
 inline const std::string kOutput = "output.weight";
 // Per-dimension divisors of RoPE frequencies (Llama 3.1-style scaling), F32 [rope_dim/2].
 inline const std::string kRopeFreqs = "rope_freqs.weight";
+// LongRoPE (Phi-3 128k): divisors [rope_dim/2] for contexts up to and past
+// rope.scaling.original_context_length.
+inline const std::string kRopeFactorsShort = "rope_factors_short.weight";
+inline const std::string kRopeFactorsLong = "rope_factors_long.weight";
 
 // Per-block tensors: blk(3, "attn_q") -> "blk.3.attn_q.weight".
 inline std::string blk(int layer, const std::string& what) {

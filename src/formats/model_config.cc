@@ -123,6 +123,10 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.sliding_window > c.ctx_len)
     return err(f.path(), ": attention.sliding_window ", c.sliding_window, " is larger than the context ", c.ctx_len);
   if (is_gemma(c.arch)) DUET_TRY(read_gemma(f, c));
+  if (f.tensor(n::kRopeFactorsLong)) {
+    DUET_ASSIGN(c.rope_orig_ctx, get_dim(f, key(n::kRopeScalingOrigCtx), 1u << 24));
+    DUET_ASSIGN(c.rope_attn_factor, get_positive_float_or(f, key(n::kRopeScalingAttnFactor), 1.0));
+  }
 
   const TensorView* embd = f.tensor(n::kTokenEmbd);
   if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);
@@ -154,6 +158,10 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
     w.set(key(n::kRopeScalingFactor), GgufValue::of_f32(c.rope_linear_factor));
   }
   if (c.sliding_window > 0) w.set(key(n::kSlidingWindow), u32(c.sliding_window));
+  if (c.rope_orig_ctx > 0) {
+    w.set(key(n::kRopeScalingOrigCtx), u32(c.rope_orig_ctx));
+    w.set(key(n::kRopeScalingAttnFactor), GgufValue::of_f32(c.rope_attn_factor));
+  }
   if (c.attn_softcap > 0.0f) w.set(key(n::kAttnSoftcap), GgufValue::of_f32(c.attn_softcap));
   if (c.final_softcap > 0.0f) w.set(key(n::kFinalSoftcap), GgufValue::of_f32(c.final_softcap));
   if (c.query_scale > 0.0f) w.set(key(n::kAttnScale), GgufValue::of_f32(c.query_scale));

@@ -41,6 +41,10 @@ struct ModelConfig {
   float rope_base = 10000.0f;
   RopeLayout rope_layout = RopeLayout::kNormal;
   float rope_linear_factor = 1.0f;  // positions are divided by this (linear scaling)
+  // LongRoPE: the context its short factors serve, and the factor both q
+  // and k's rotated dims are multiplied by.
+  int32_t rope_orig_ctx = 0;
+  float rope_attn_factor = 1.0f;
   float rms_eps = 1e-5f;
   int32_t sliding_window = 0;       // > 0: each token attends to the last this many
   // > 0 with a sliding window: layer l attends globally iff (l + 1) % period

@@ -56,6 +56,7 @@ class DecoderModel final : public Model {
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
   void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
                   int32_t delta, ThreadPool& pool) override;
+  void set_context(int32_t n_ctx) override;
 
  private:
   Status check_layers() const;
@@ -87,6 +88,7 @@ class DecoderModel final : public Model {
   std::vector<LayerWeights> layers_;
   std::vector<float> inv_freq_;              // [rope_dim/2]
   std::vector<float> inv_freq_local_;        // the sliding layers' (rope_base_local), or empty
+  std::vector<float> inv_freq_short_, inv_freq_long_;  // LongRoPE's two tables, or empty
   std::deque<TensorView> slices_;            // row ranges of fused matrices
   PackedWeights packed_;
   Workspace ws_;
@@ -214,8 +216,26 @@ Status DecoderModel::bind_rope() {
         return err(file_.path(), ": ", n::kRopeFreqs, "[", i, "] = ", freq_divisors[i], " must be positive");
   }
   inv_freq_ = rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, freq_divisors);
+  if (c.rope_orig_ctx > 0) {
+    for (auto [name, table] : {std::pair{&n::kRopeFactorsShort, &inv_freq_short_}, {&n::kRopeFactorsLong, &inv_freq_long_}}) {
+      DUET_ASSIGN(const TensorView* t, require(file_, *name, half, 0));
+      const auto* div = static_cast<const float*>(t->data);
+      for (int i = 0; i < half; ++i)
+        if (!(div[i] > 0.0f)) return err(file_.path(), ": ", *name, "[", i, "] = ", div[i], " must be positive");
+      *table = rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, div);
+    }
+    set_context(c.ctx_len);
+  }
   if (c.rope_base_local > 0.0f) inv_freq_local_ = rope_inv_freq(c.rope_dim, c.rope_base_local, 1.0, nullptr);
   return {};
+}
+
+// LongRoPE: the short factors serve contexts up to the original one, the
+// long factors longer ones (chosen once per context, as llama.cpp does,
+// so cached keys never mix the two).
+void DecoderModel::set_context(int32_t n_ctx) {
+  if (inv_freq_long_.empty()) return;
+  inv_freq_ = n_ctx > config_.rope_orig_ctx ? inv_freq_long_ : inv_freq_short_;
 }
 
 size_t DecoderModel::weight_bytes_per_pass() const {
@@ -288,6 +308,13 @@ void DecoderModel::embed(const Batch& batch) {
     for (size_t j = 0; j < static_cast<size_t>(batch.size()) * config_.dim; ++j) ws_.x[j] *= config_.embed_scale;
 }
 
+// LongRoPE's attention factor multiplies the rotated dims of each head (its
+// cosines and sines), not the dims RoPE passes through.
+void scale_rotated(float* x, int32_t n_heads, int32_t head_dim, int32_t rope_dim, float factor) {
+  for (int32_t h = 0; h < n_heads; ++h)
+    for (int32_t d = 0; d < rope_dim; ++d) x[h * head_dim + d] *= factor;
+}
+
 // fn(i) for each of n rows of `width` floats, on the pool when the batch is
 // large enough to pay for the wake-up (a prefill chunk, not a decode step).
 template <class F>
@@ -358,6 +385,10 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
     const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
     rotate(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
     rotate(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
+    if (c.rope_attn_factor != 1.0f) {
+      scale_rotated(&ws_.q[i * q_dim], c.n_heads, c.head_dim, c.rope_dim, c.rope_attn_factor);
+      scale_rotated(&ws_.k[i * kv_dim], c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_attn_factor);
+    }
     // Every row's K/V goes into the cache before any row attends, so rows
     // of one sequence in this batch see each other causally.
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];

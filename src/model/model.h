@@ -49,6 +49,11 @@ class Model {
   virtual void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
                           int32_t delta, ThreadPool& pool) = 0;
 
+  // The context the caller runs with (tokens per sequence): models whose
+  // RoPE depends on it (LongRoPE's short and long factors) choose here,
+  // before any key is cached. Loading assumes the trained context.
+  virtual void set_context(int32_t /*n_ctx*/) {}
+
   // Every later forward pass shows each matrix product's input to
   // `observer` (not owned; nullptr stops it).
   void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }

@@ -141,5 +141,47 @@ TEST_P(SynthArchitecture, PrefillEqualsDecode) {
 
 INSTANTIATE_TEST_SUITE_P(Each, SynthArchitecture, ::testing::Values("llama", "qwen3", "gemma2", "gemma3", "phi3"));
 
+// A synthetic Phi-3 given LongRoPE tables (rewritten with the factors and
+// keys llama.cpp's converter writes).
+std::string phi3_longrope(const testing::TempDir& dir, const std::vector<float>& short_f,
+                          const std::vector<float>& long_f, const std::string& name) {
+  SynthOptions o{.shape = {.arch = "phi3", .name = "t", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+                           .n_kv_heads = 2, .head_dim = 16, .ffn_dim = 96, .ctx_len = 128},
+                 .dtype = DType::F32, .seed = 5, .vocab_from = ""};
+  EXPECT_TRUE(synth_model(o, dir.file("base.gguf")).ok());
+  auto src = GgufFile::open(dir.file("base.gguf"));
+  EXPECT_TRUE(src.ok());
+  GgufWriter w;
+  for (const std::string& k : src->keys())
+    if (k != "general.alignment") w.set(k, *src->find(k));
+  w.set("phi3.rope.scaling.original_context_length", GgufValue::of_u32(16));
+  w.set("phi3.rope.scaling.attn_factor", GgufValue::of_f32(1.2f));
+  for (const TensorView& t : src->tensors()) {
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    EXPECT_TRUE(w.add_tensor(t.name, t.dtype, ne, t.data, t.nbytes).ok());
+  }
+  EXPECT_TRUE(w.add_tensor("rope_factors_short.weight", DType::F32, {8}, short_f.data(), 32).ok());
+  EXPECT_TRUE(w.add_tensor("rope_factors_long.weight", DType::F32, {8}, long_f.data(), 32).ok());
+  EXPECT_TRUE(w.write(dir.file(name)).ok());
+  return dir.file(name);
+}
+
+TEST(LongRope, TheContextPicksTheFactors) {
+  testing::TempDir dir;
+  const std::vector<float> short_f(8, 1.0f), long_f = {1, 2, 4, 8, 16, 32, 64, 128};
+  auto both = Model::load(phi3_longrope(dir, short_f, long_f, "both.gguf"));
+  auto long_only = Model::load(phi3_longrope(dir, long_f, long_f, "long.gguf"));
+  ASSERT_TRUE(both.ok() && long_only.ok()) << (both.ok() ? "" : both.error().message);
+  EXPECT_FLOAT_EQ((*both)->config().rope_attn_factor, 1.2f);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 24; ++i) prompt.push_back((i * 53 + 7) % 300);
+  (*long_only)->set_context(16);
+  const std::vector<float> want_long = run(**long_only, prompt, true);
+  (*both)->set_context(128);  // past the original 16: long factors
+  EXPECT_EQ(run(**both, prompt, true), want_long);
+  (*both)->set_context(16);   // within it: short factors
+  EXPECT_NE(run(**both, prompt, true), want_long);
+}
+
 }  // namespace
 }  // namespace duet

@@ -139,9 +139,10 @@ def rotary_dim_of(cfg):
     return int(head_dim_of(cfg) * cfg.get("partial_rotary_factor", 1.0))
 
 
-def rope_inv_freq(cfg, scaling=True, local=False):
+def rope_inv_freq(cfg, scaling=True, local=False, n=0):
     """transformers' inverse frequencies [rotary_dim/2], scaled as rope_scaling
-    says; `local`: Gemma 3's sliding layers (their own base, no scaling)."""
+    says; `local`: Gemma 3's sliding layers (their own base, no scaling); `n`:
+    the sequence length, which picks LongRoPE's short or long factors."""
     rd = rotary_dim_of(cfg)
     base = cfg.get("rope_local_base_freq", 10000.0) if local else cfg.get("rope_theta", 10000.0)
     inv = 1.0 / base ** (torch.arange(0, rd, 2, dtype=torch.float64) / rd)
@@ -151,6 +152,10 @@ def rope_inv_freq(cfg, scaling=True, local=False):
     kind = rs.get("rope_type", rs.get("type"))
     if kind == "linear":
         return inv / rs["factor"]
+    if kind == "longrope":
+        orig = cfg["original_max_position_embeddings"]
+        factors = rs["long_factor"] if n > orig else rs["short_factor"]
+        return inv / torch.tensor(factors, dtype=torch.float64)
     assert kind == "llama3", kind
     factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
     old = rs["original_max_position_embeddings"]
@@ -191,11 +196,23 @@ def layer_slides(cfg, l):
     return True
 
 
+def longrope_attention_factor(cfg):
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("type", rs.get("rope_type")) != "longrope":
+        return 1.0
+    if "attention_factor" in rs:
+        return rs["attention_factor"]
+    orig = cfg["original_max_position_embeddings"]
+    s = cfg["max_position_embeddings"] / orig
+    return math.sqrt(1 + math.log(s) / math.log(orig)) if s > 1 else 1.0
+
+
 def rope_tables(cfg, n, scaling, local):
     pos = torch.arange(n, dtype=torch.float64)
-    freqs = torch.outer(pos, rope_inv_freq(cfg, scaling, local))       # (n, rd/2)
-    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :]              # (n, 1, rd)
-    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :]
+    freqs = torch.outer(pos, rope_inv_freq(cfg, scaling, local, n))    # (n, rd/2)
+    m = longrope_attention_factor(cfg) if scaling else 1.0
+    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :] * m          # (n, 1, rd)
+    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :] * m
     return cos, sin
 
 

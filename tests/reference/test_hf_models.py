@@ -113,6 +113,16 @@ CASES = [
     # Phi-4-mini scaled down: fused projections, 3/4 of each head rotated.
     dict(name="phi3-fused-partial-rotary", tok="spm", dtype=torch.float16, n=64,
          config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75)),
+    # Phi-3.5-mini-128k scaled down: LongRoPE past an original context of 32
+    # (64 positions: the long factors; duet picks them for its context of
+    # 256), its attention factor on the rotated dims of a partial rotary.
+    dict(name="phi3-longrope", tok="spm", dtype=torch.float32, n=64,
+         config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75,
+                            original_max_position_embeddings=32,
+                            rope_scaling={"type": "longrope",
+                                          "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                                          "long_factor": [1.0, 1.5, 3.0, 6.0, 12.0, 24.0]}),
+         control={"scaling": False}),
 ]
 
 
