@@ -221,4 +221,67 @@ void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_group
       }
 }
 
+namespace {
+
+// Q4_K's 12 bytes of 6-bit scales and mins from the 8 unpacked pairs
+// (k4_scale_min's inverse).
+void k4_pack_scales(const uint8_t* sc, const uint8_t* m, uint8_t* scales) {
+  std::memset(scales, 0, 12);
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+  }
+}
+
+void unpack_k4_row(const TensorView& w, int64_t row, uint8_t* out) {
+  const int64_t nsb = w.ne[0] / kQKK, g = row / kPackRows;
+  const int r = static_cast<int>(row % kPackRows);
+  const auto* src = static_cast<const uint8_t*>(w.data) + g * nsb * kK4Bytes;
+  for (int64_t b = 0; b < nsb; ++b, src += kK4Bytes) {
+    BlockQ4_K& blk = reinterpret_cast<BlockQ4_K*>(out)[b];
+    std::memcpy(&blk.d, src + 2 * r, 2);
+    std::memcpy(&blk.dmin, src + 2 * kPackRows + 2 * r, 2);
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = src[4 * kPackRows + j * kPackRows + r];
+      m[j] = src[k4_min_offset(j, r)];
+    }
+    k4_pack_scales(sc, m, blk.scales);
+    for (int c = 0; c < 4; ++c)
+      for (int s = 0; s < 8; ++s) std::memcpy(blk.qs + 32 * c + 4 * s, src + kK4Head + ((c * 8 + s) * kPackRows + r) * 4, 4);
+  }
+}
+
+template <class Block>
+void unpack_blocks_row(const TensorView& w, int64_t row, uint8_t* out, bool q8) {
+  const int64_t nb = w.ne[0] / kQK32, g = row / kPackRows;
+  const int r = static_cast<int>(row % kPackRows), chunks = q8 ? 8 : 4;
+  const auto* src = static_cast<const uint8_t*>(w.data) + g * nb * group_block_bytes(w.dtype);
+  for (int64_t b = 0; b < nb; ++b, src += kScaleBytes + kPackRows * chunks * 4) {
+    Block& blk = reinterpret_cast<Block*>(out)[b];
+    std::memcpy(&blk.d, src + 2 * r, 2);
+    for (int c = 0; c < chunks; ++c) {
+      auto* dst = reinterpret_cast<uint8_t*>(blk.qs) + 4 * c;
+      std::memcpy(dst, src + kScaleBytes + (c * kPackRows + r) * 4, 4);
+      if (q8)
+        for (int i = 0; i < 4; ++i) dst[i] ^= 0x80;
+    }
+  }
+}
+
+}  // namespace
+
+void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
+  if (is_float(w.dtype)) {
+    const int64_t elem = w.dtype == DType::F32 ? 4 : 2, k = w.ne[0], g = row / kPackRows;
+    const auto* src = static_cast<const uint8_t*>(w.data) + (g * k * kPackRows + row % kPackRows) * elem;
+    for (int64_t i = 0; i < k; ++i) std::memcpy(out + i * elem, src + i * kPackRows * elem, static_cast<size_t>(elem));
+    return;
+  }
+  if (w.dtype == DType::Q4_K) return unpack_k4_row(w, row, out);
+  if (w.dtype == DType::Q8_0) return unpack_blocks_row<BlockQ8_0>(w, row, out, true);
+  unpack_blocks_row<BlockQ4_0>(w, row, out, false);
+}
+
 }  // namespace duet

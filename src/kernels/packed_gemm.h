@@ -106,6 +106,11 @@ size_t packed_bytes(const TensorView& w);
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
+// The file-layout bytes of row `row` of a packed matrix (its row_bytes):
+// the exact inverse of pack_weights, so a tied embedding can be read from
+// the head's packed copy and the file's copy let go.
+void unpack_row(const TensorView& packed, int64_t row, uint8_t* out);
+
 // Bytes of one token's activations of k elements; converts one token's
 // row, writing its block b at out + b * block_stride (the scalar
 // definition: Q8_0's quantizer, absmax / 127 rounded through f16 and rounding

@@ -7,6 +7,7 @@
 
 #include "formats/llama_names.h"
 #include "kernels/attention.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/type_kernels.h"
 #include "model/packed_weights.h"
@@ -37,6 +38,7 @@ struct Workspace {
   std::vector<float> gate;   // [n][ffn]
   std::vector<float> up;     // [n][ffn]
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
+  std::vector<uint8_t> embd_row;  // a row of a packed (tied) embedding in file layout
   std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
   std::vector<int32_t> attn_begin_local;      // the same under the sliding window
   std::vector<int32_t> attn_tiles;             // first row of each attention tile, then n
@@ -174,20 +176,22 @@ Status DecoderModel::check_layers() const {
 }
 
 // After bind: every matrix the int8 kernels can take packed is swapped for
-// its packed copy. A tied head gets a copy of its own; embed() keeps reading
-// the embedding's rows in file layout. The mapped pages of what was copied
-// go back to the kernel a layer at a time, so the process holds the weights
-// once (plus a layer while loading), not twice.
+// its packed copy. A tied head's packed copy serves the embedding too
+// (embed() unpacks its rows), so the matrix is held once. The mapped pages
+// of what was copied go back to the kernel a layer at a time, so the process
+// holds the weights once (plus a layer while loading), not twice.
 Status DecoderModel::pack_matrices() {
   auto pack = [&](std::vector<const TensorView**> slots) -> Status {
     std::vector<const TensorView*> sources;
     for (const TensorView** slot : slots) sources.push_back(*slot);
     DUET_TRY(packed_.pack(slots));
     for (size_t i = 0; i < slots.size(); ++i)
-      if (*slots[i] != sources[i] && sources[i] != embd_) file_.drop_pages(*sources[i]);
+      if (*slots[i] != sources[i]) file_.drop_pages(*sources[i]);
     return {};
   };
+  const bool tied = output_ == embd_;
   DUET_TRY(pack({&output_}));
+  if (tied) embd_ = output_;
   for (LayerWeights& w : layers_) DUET_TRY(pack({&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}));
   return {};
 }
@@ -301,9 +305,13 @@ void DecoderModel::ensure_workspace(int32_t n) {
 
 void DecoderModel::embed(const Batch& batch) {
   const TypeKernels* k = type_kernels(embd_->dtype);
-  for (int32_t i = 0; i < batch.size(); ++i)
-    k->to_float(embd_->row(batch.tokens[static_cast<size_t>(i)]),
-                ws_.x.data() + static_cast<size_t>(i) * config_.dim, config_.dim);
+  if (embd_->packed) ws_.embd_row.resize(*row_bytes(embd_->dtype, config_.dim));
+  for (int32_t i = 0; i < batch.size(); ++i) {
+    const int32_t tok = batch.tokens[static_cast<size_t>(i)];
+    const uint8_t* row = embd_->packed ? ws_.embd_row.data() : embd_->row(tok);
+    if (embd_->packed) unpack_row(*embd_, tok, ws_.embd_row.data());
+    k->to_float(row, ws_.x.data() + static_cast<size_t>(i) * config_.dim, config_.dim);
+  }
   if (config_.embed_scale != 1.0f)
     for (size_t j = 0; j < static_cast<size_t>(batch.size()) * config_.dim; ++j) ws_.x[j] *= config_.embed_scale;
 }

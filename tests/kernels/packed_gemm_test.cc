@@ -304,5 +304,24 @@ TEST(PackedGemm, SharedInputMatmulEqualsSeparateCalls) {
   }
 }
 
+TEST(PackedGemm, UnpackRowGivesBackTheFileBytes) {
+  // Layout only, so on any machine: every row of every packed type.
+  for (DType t : kPackedTypes) {
+    const int64_t k = 512, rows = 48;
+    const QuantMatrix w = random_matrix(t, k, rows, 21);
+    std::vector<uint8_t> packed(packed_bytes(w.view));
+    pack_weights(w.view, packed.data());
+    TensorView pv = w.view;
+    pv.data = packed.data();
+    pv.packed = true;
+    const size_t rb = *row_bytes(t, k);
+    std::vector<uint8_t> row(rb);
+    for (int64_t r = 0; r < rows; ++r) {
+      unpack_row(pv, r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), w.view.row(r), rb), 0) << dtype_name(t) << " row " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace duet
