@@ -170,7 +170,7 @@ template <int D>
 void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, const PagedKv& kv,
                  const int32_t* begins, const int32_t* ends, float scale, float* out, size_t out_stride) {
   constexpr int hd = D * 16;
-  constexpr int kHeads = D <= 4 ? 4 : 2;  // heads whose outputs stay in registers together
+  constexpr int kHeads = D <= 4 ? 4 : D <= 8 ? 2 : 1;  // heads whose outputs stay in registers together
   const int nq = n_rows * n_group;
   alignas(64) float kt[hd][kKeys];
   alignas(64) float s[kMaxQueries][kKeys];
@@ -236,6 +236,7 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
     case 80: attend_rows<5>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 96: attend_rows<6>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 128: attend_rows<8>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 256: attend_rows<16>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     default: return false;
   }
 }

@@ -92,7 +92,7 @@ struct Case {
 
 // out[g] = softmax(q[g] · K[begin..end) · scale) · V[begin..end), in double.
 std::vector<double> reference(const Case& c, const std::vector<float>& k, const std::vector<float>& v,
-                              int32_t begin, int32_t end, float scale) {
+                              int32_t begin, int32_t end, float scale, double softcap = 0.0) {
   const int32_t hd = c.head_dim;
   std::vector<double> out(static_cast<size_t>(c.n_group * hd), 0.0);
   for (int32_t g = 0; g < c.n_group; ++g) {
@@ -101,7 +101,7 @@ std::vector<double> reference(const Case& c, const std::vector<float>& k, const 
       double d = 0;
       for (int32_t i = 0; i < hd; ++i)
         d += double{c.q[static_cast<size_t>(g * hd + i)]} * k[static_cast<size_t>(t * hd + i)];
-      s.push_back(d * scale);
+      s.push_back(softcap > 0.0 ? softcap * std::tanh(d * scale / softcap) : d * scale);
     }
     const double m = *std::max_element(s.begin(), s.end());
     double sum = 0;
@@ -126,7 +126,7 @@ struct Range {
 
 TEST(Attention, EveryKvTypeAtEveryLevelMatchesDouble) {
   uint32_t seed = 1;
-  for (int32_t hd : {8, 16, 64, 80, 128}) {
+  for (int32_t hd : {8, 16, 64, 80, 128, 256}) {
     for (int32_t group : {1, 4}) {
       const Case c(hd, group, 70, seed += 10);
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -153,6 +153,27 @@ TEST(Attention, EveryKvTypeAtEveryLevelMatchesDouble) {
           }
         }
       }
+    }
+  }
+}
+
+TEST(Attention, SoftCapBendsScoresAtEveryLevel) {
+  // Gemma 2's cap of the scores: large queries make it bite (uncapped, the
+  // result is far from the capped reference), at every level and KV type.
+  Case c(64, 4, 40, 5);
+  for (float& x : c.q) x *= 8.0f;
+  const float scale = 0.125f, cap = 2.0f;
+  const std::vector<double> capped = reference(c, c.k, c.v, 0, 40, scale, cap);
+  EXPECT_GT(max_diff(std::vector<float>(capped.begin(), capped.end()), reference(c, c.k, c.v, 0, 40, scale)), 0.05);
+  for (KvType t : {KvType::F32, KvType::F16}) {
+    const KvCache cache = c.fill(t);
+    std::vector<float> dk, dv;
+    c.decoded(cache, dk, dv);
+    const std::vector<double> held = reference(c, dk, dv, 0, 40, scale, cap);
+    for (CpuLevel level : testing::runnable_levels()) {
+      std::vector<float> out(c.q.size());
+      attend_paged_at(level, c.q.data(), 4, 64, c.view(cache), 0, 40, AttnScale{scale, cap}, out.data());
+      EXPECT_LT(max_diff(out, held), 1e-6) << kv_type_name(t) << " at " << cpu_level_name(level);
     }
   }
 }
@@ -185,7 +206,7 @@ TEST(Attention, RowsEqualEachRowAloneBitForBit) {
   // rows (more than one tile of the AVX-512 kernel). Each row's bits are
   // the ones attend_paged gives it alone, for every KV type, and f32 stays
   // within rounding of the double reference.
-  for (int32_t hd : {64, 128}) {
+  for (int32_t hd : {64, 128, 256}) {
     for (int32_t group : {1, 8}) {
       const Case c(hd, group, 90, static_cast<uint32_t>(hd + group));
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
