@@ -107,14 +107,15 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  std::string pre_name = "gpt-2";  // files written before the key existed are GPT-2's
+  // A file written before the key existed gets llama.cpp's "default" rule.
+  std::string pre_name = "default";
   if (f.has("tokenizer.ggml.pre")) {
     DUET_ASSIGN(pre_name, f.get_string("tokenizer.ggml.pre"));
   }
-  Result<PreTokenizer> pre = pre_tokenizer_from_name(pre_name);
+  Result<PreTokenizerInfo> pre = pre_tokenizer_from_name(pre_name);
   if (!pre) return err(f.path(), ": ", pre.error().message);
-  t->pre_ = *pre;
-  t->ignore_merges_ = t->pre_ == PreTokenizer::kLlama3;
+  t->pre_ = pre->rule;
+  t->ignore_merges_ = pre->ignore_merges;
 
   DUET_TRY(read_id(f, "tokenizer.ggml.bos_token_id", n, t->bos_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eos_token_id", n, t->eos_id_));

@@ -131,11 +131,11 @@ TEST(BpeSynthetic, EndOfGenerationAndFlags) {
   EXPECT_EQ(framed->encode("ab", true), (Ids{kTool, kAB, kEnd}));
   EXPECT_EQ(framed->encode("ab", false), (Ids{kAB}));
 
-  // Without tokenizer.ggml.pre, files from before the key are GPT-2's.
+  // Without tokenizer.ggml.pre, llama.cpp splits with its "default" rule.
   v.pre.clear();
   const auto old = load_ok(v.writer());
   ASSERT_TRUE(old);
-  EXPECT_EQ(static_cast<const BpeTokenizer&>(*old).pre_tokenizer(), PreTokenizer::kGpt2);
+  EXPECT_EQ(static_cast<const BpeTokenizer&>(*old).pre_tokenizer(), PreTokenizer::kDefault);
 }
 
 TEST(BpeSynthetic, BytesMissingFromTheVocabulary) {
@@ -187,9 +187,9 @@ TEST(BpeSynthetic, BadMetadataIsAClearError) {
   }
   {
     Vocab v;
-    v.pre = "falcon";
+    v.pre = "deepseek-v3";
     const std::string e = load_error(v.writer());
-    EXPECT_TRUE(contains(e, "unsupported pre-tokenizer 'falcon'")) << e;
+    EXPECT_TRUE(contains(e, "unsupported pre-tokenizer 'deepseek-v3'")) << e;
   }
   {
     Vocab v;

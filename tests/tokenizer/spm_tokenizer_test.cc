@@ -10,7 +10,6 @@
 
 #include "formats/gguf.h"
 #include "test_util.h"
-#include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/tokenizer.h"
 #include "core/utf8.h"
 
@@ -48,19 +47,6 @@ TEST(SpmTokenizer, LoadsLlamaVocab) {
   EXPECT_EQ(t.token_type(13), TokenType::kByte);
   EXPECT_TRUE(t.is_end_of_generation(2));
   EXPECT_FALSE(t.is_end_of_generation(1));
-}
-
-// llama.cpp's test-tokenizer-0 vectors: every string must give exactly the
-// listed ids (no BOS).
-TEST(SpmTokenizer, LlamaCppVectors) {
-  const auto vectors =
-      testing::read_llama_cpp_vectors(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
-  ASSERT_TRUE(vectors.ok()) << vectors.error().message;
-  ASSERT_GT(vectors->size(), 30u);
-  for (size_t i = 0; i < vectors->size(); ++i) {
-    const testing::VocabVector& v = (*vectors)[i];
-    EXPECT_EQ(llama().encode(v.text, false), v.ids) << "string " << i << ": '" << v.text << "'";
-  }
 }
 
 // llama-tokenizer-js's cases: encode with BOS, and decode with/without the
