@@ -122,9 +122,11 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
   DUET_TRY(read_id(f, "tokenizer.ggml.unknown_token_id", n, t->unk_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eot_token_id", n, t->eot_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eom_token_id", n, t->eom_id_));
-  // Byte-level BPE has no dummy prefix, and adds BOS only when the file says so.
+  // Byte-level BPE has no dummy prefix. BOS is added as the file says, or
+  // where it does not, as llama.cpp does for its pre-tokenizer (Llama 3 yes,
+  // GPT-2 no); EOS only when the file asks.
   t->add_space_prefix_ = false;
-  t->add_bos_ = false;
+  t->add_bos_ = pre->add_bos;
   DUET_TRY(read_flag(f, "tokenizer.ggml.add_bos_token", t->add_bos_));
   DUET_TRY(read_flag(f, "tokenizer.ggml.add_eos_token", t->add_eos_));
 

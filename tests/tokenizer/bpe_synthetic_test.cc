@@ -77,6 +77,32 @@ TEST(BpeSynthetic, MergesApplyInRankOrder) {
   EXPECT_EQ(tok->decode(tok->encode("abc abcab\n", false)), "abc abcab\n");
 }
 
+// add_bos_token decides; where the file does not say, the pre-tokenizer
+// does, as in llama.cpp: the Llama 3 family adds BOS, the others do not.
+TEST(BpeSynthetic, BosDefaultFollowsThePreTokenizer) {
+  auto add_bos = [](const std::string& pre, int file_says) {
+    Vocab v;
+    v.pre = pre;
+    GgufWriter w = v.writer();
+    w.set("tokenizer.ggml.bos_token_id", GgufValue::of_u32(kTool));
+    if (file_says >= 0) w.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(file_says == 1));
+    const auto tok = load_ok(w);
+    EXPECT_TRUE(tok) << pre;
+    if (!tok) return false;
+    // encode(add_bos=true) frames with BOS either way; the default is the flag.
+    EXPECT_EQ(tok->encode("ab", true).front(), kTool) << pre;
+    return tok->add_bos_default();
+  };
+  EXPECT_TRUE(add_bos("llama-bpe", -1));
+  EXPECT_TRUE(add_bos("falcon3", -1));
+  EXPECT_FALSE(add_bos("gpt-2", -1));
+  EXPECT_FALSE(add_bos("qwen2", -1));
+  EXPECT_FALSE(add_bos("deepseek-llm", -1));
+  EXPECT_FALSE(add_bos("", -1));  // no tokenizer.ggml.pre: llama.cpp's "default"
+  EXPECT_FALSE(add_bos("llama-bpe", 0));
+  EXPECT_TRUE(add_bos("gpt-2", 1));
+}
+
 TEST(BpeSynthetic, Llama3EmitsWholeWordTokens) {
   Vocab v;
   v.pre = "llama-bpe";

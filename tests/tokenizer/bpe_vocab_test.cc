@@ -96,8 +96,16 @@ TEST(BpeVocab, FileMetadata) {
   const auto llama3 = load(vocab_path("llama-bpe"));
   const auto qwen2 = load(vocab_path("qwen2"));
   ASSERT_TRUE(gpt2 && llama3 && qwen2);
-  // None of these files sets add_bos_token: no BOS by default.
+  // None of these files sets add_bos_token, so the pre-tokenizer decides, as
+  // in llama.cpp: Llama 3 adds BOS, GPT-2 and Qwen2 do not.
   EXPECT_FALSE(gpt2->add_bos_default());
+  EXPECT_TRUE(llama3->add_bos_default());
+  EXPECT_FALSE(qwen2->add_bos_default());
+  // DeepSeek's files say add_bos_token = true.
+  const auto deepseek = load(vocab_path("deepseek-llm"));
+  ASSERT_TRUE(deepseek);
+  EXPECT_TRUE(deepseek->add_bos_default());
+  EXPECT_EQ(deepseek->encode("Hi", deepseek->add_bos_default()).front(), 100000);
   EXPECT_FALSE(llama3->strips_leading_space());
   EXPECT_EQ(gpt2->bos_id(), 50256);
   EXPECT_EQ(llama3->encode("Hi", true), (Ids{128000, 13347}));

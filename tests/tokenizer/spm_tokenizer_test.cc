@@ -275,6 +275,17 @@ TEST(SpmTokenizer, MinimalVocabLoads) {
   auto t = Tokenizer::from_gguf(*f);
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ((*t)->encode("a", true), (Ids{1, 0, 3}));  // no '▁' piece: UNK, then 'a'
+  // SentencePiece vocabularies add BOS unless the file says otherwise (llama.cpp).
+  EXPECT_TRUE((*t)->add_bos_default());
+  GgufWriter no_bos = minimal();
+  no_bos.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(false));
+  const std::string no_bos_path = dir.file("no_bos.gguf");
+  ASSERT_TRUE(no_bos.write(no_bos_path).ok());
+  auto g = GgufFile::open(no_bos_path);
+  ASSERT_TRUE(g.ok());
+  auto u = Tokenizer::from_gguf(*g);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_FALSE((*u)->add_bos_default());
 }
 
 TEST(SpmTokenizer, RejectsBadVocabularies) {
