@@ -140,6 +140,43 @@ TEST(BpeVocab, SpecialTokensOnlyWhenAsked) {
   EXPECT_EQ(qwen->decode_piece(151700), "[PAD151700]");
 }
 
+// The id of the token whose text is `text`; -1 if none.
+int32_t id_of(const Tokenizer& tok, const std::string& text) {
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (tok.token_text(id) == text) return id;
+  }
+  return -1;
+}
+
+// User-defined tokens (token_type 4) are cut out of the raw text before the
+// pre-tokenizer and BPE see it, with or without parse_special, as llama.cpp
+// does: MPT's runs of spaces, DeepSeek Coder's chat markers.
+TEST(BpeVocab, UserDefinedTokensAreMatchedBeforeBpe) {
+  const auto mpt = load(vocab_path("mpt"));
+  ASSERT_TRUE(mpt);
+  const int32_t spaces24 = id_of(*mpt, std::string(24, ' ')), spaces6 = id_of(*mpt, std::string(6, ' '));
+  ASSERT_GE(spaces24, 0);
+  ASSERT_GE(spaces6, 0);
+  EXPECT_EQ(mpt->token_type(spaces24), TokenType::kUserDefined);
+  // 30 spaces: the longest run token, then the rest as one token.
+  const std::string text = "a" + std::string(30, ' ') + "b";
+  for (bool parse_special : {false, true}) {
+    EXPECT_EQ(show(mpt->encode(text, false, parse_special)),
+              show(Ids{id_of(*mpt, "a"), spaces24, spaces6, id_of(*mpt, "b")}));
+  }
+  EXPECT_EQ(mpt->decode(mpt->encode(text, false)), text);
+
+  const auto coder = load(vocab_path("deepseek-coder"));
+  ASSERT_TRUE(coder);
+  const int32_t user = id_of(*coder, "<|User|>");
+  ASSERT_GE(user, 0);
+  EXPECT_EQ(coder->token_type(user), TokenType::kUserDefined);
+  const Ids ids = coder->encode("x<|User|>y", false, false);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1], user);
+  EXPECT_EQ(coder->decode(ids), "x<|User|>y");
+}
+
 TEST(BpeVocab, DecodePieceGivesRawBytes) {
   const auto tok = load(vocab_path("gpt-2"));
   ASSERT_TRUE(tok);
