@@ -132,6 +132,18 @@ TEST(BpeSynthetic, AddedTokens) {
   ASSERT_TRUE(longer);
   EXPECT_EQ(longer->encode("<tool>x", false), (Ids{261}));
   EXPECT_EQ(longer->encode("<tool>", false), (Ids{kTool}));
+  // llama.cpp's order: the longest token takes its occurrences first, even
+  // one that starts after a shorter overlapping match ("<to" at 0).
+  Vocab w;
+  const auto to = static_cast<int32_t>(w.tokens.size()), tool = to + 1;
+  for (const char* t : {"<to", "tool!"}) {
+    w.tokens.push_back(t);
+    w.types.push_back(4);
+  }
+  const auto ordered = load_ok(w.writer());
+  ASSERT_TRUE(ordered);
+  EXPECT_EQ(ordered->encode("<tool!", false), (Ids{'<', tool}));
+  EXPECT_EQ(ordered->encode("<to<tool!", false), (Ids{to, '<', tool}));
 }
 
 TEST(BpeSynthetic, EndOfGenerationAndFlags) {

@@ -232,6 +232,9 @@ TEST(SpmTokenizer, UserDefinedTokensAreAlwaysMatched) {
   EXPECT_EQ(t->encode("a<b>c", false), (Ids{9, 10, 3, 6}));
   EXPECT_EQ(t->encode("<s>", false, false), (Ids{3, 0}));
   EXPECT_EQ(t->encode("<s>", false, true), (Ids{1}));
+  // The unknown token's text is special too (llama.cpp matches it with
+  // parse_special); a dummy-prefix space follows it, as after any special.
+  EXPECT_EQ(t->encode("<unk>a", false, true), (Ids{0, 9}));
 }
 
 // Ties in score go to the leftmost pair: "aaa" merges its first two.
