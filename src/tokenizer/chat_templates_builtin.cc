@@ -96,6 +96,15 @@ constexpr std::string_view kPhi3 =
     "message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}{% elif (message['role'] == 'assistant') "
     "%}{{message['content'] + '<|end|>' + '\n'}}{% endif %}{% endfor %}";
 
+// microsoft/Phi-3.5-mini-instruct: a <|system|> turn when the system
+// message is not empty, no BOS, and EOS at the end when no reply is asked for.
+// Its string literals hold real newlines.
+constexpr std::string_view kPhi35 =
+    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|>\n' + "
+    "message['content'] + '<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + "
+    "'<|end|>\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
+
 // Qwen/Qwen3-*: ChatML with tools (a system block listing their schemas,
 // <tool_call> in assistant turns, <tool_response> for tool messages), and
 // thinking: <think> blocks are dropped from assistant turns before the last
@@ -189,6 +198,7 @@ constexpr std::string_view kQwen3 = R"tmpl({%- if tools %}
 constexpr std::pair<std::string_view, std::string_view> kTemplates[] = {
     {"llama2", kLlama2}, {"llama3", kLlama3}, {"mistral", kMistral}, {"chatml", kChatml},
     {"qwen3", kQwen3},   {"gemma", kGemma},   {"gemma3", kGemma3},   {"phi3", kPhi3},
+    {"phi3.5", kPhi35},
 };
 
 }  // namespace

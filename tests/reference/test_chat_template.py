@@ -3,7 +3,7 @@ python3-jinja2), configured as Hugging Face's apply_chat_template does:
 sandboxed, trim_blocks and lstrip_blocks, the loopcontrols extension,
 raise_exception() and a json.dumps-based tojson.
 
-Templates: duet's built-ins (Qwen3, Gemma 3 and Phi-3 among them), the real
+Templates: duet's built-ins (Qwen3, Gemma 3, Phi-3 and Phi-3.5 among them), the real
 Llama 3 and Qwen3 tokenizer_config.json templates, the Qwen2 and Phi-3
 templates of llama.cpp's vocab GGUFs, and templates written here to exercise
 the Jinja subset (loops, slicing, namespace, filters, tests, whitespace
@@ -197,7 +197,7 @@ def main():
     for name, bos, eos in [("llama2", "<s>", "</s>"), ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
                            ("mistral", "<s>", "</s>"), ("chatml", "", "<|im_end|>"), ("gemma", "<bos>", "<eos>"),
                            ("phi3", "<s>", "<|endoftext|>"), ("qwen3", "", "<|im_end|>"),
-                           ("gemma3", "<bos>", "<eos>")]:
+                           ("gemma3", "<bos>", "<eos>"), ("phi3.5", "<s>", "<|endoftext|>")]:
         source = subprocess.run([DUET, "chat-template", "--chat-template", name, "--source"], capture_output=True,
                                 check=True).stdout.decode("utf-8")
         templates.append((name, name, source, bos, eos))

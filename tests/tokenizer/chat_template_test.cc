@@ -120,9 +120,20 @@ TEST(ChatTemplate, Phi3) {
   EXPECT_EQ(apply(t, with_system(), true), plain);  // this Phi-3 template drops system messages
 }
 
+// Phi-3.5 keeps a non-empty system message as its own turn; without a
+// generation prompt the text ends with EOS.
+TEST(ChatTemplate, Phi35) {
+  const ChatTemplate t = builtin("phi3.5", "<s>", "<|endoftext|>");
+  const std::string turns =
+      "<|user|>\nHello<|end|>\n<|assistant|>\n Hi there <|end|>\n<|user|>\nWho are you?<|end|>\n";
+  EXPECT_EQ(apply(t, with_system(), true), "<|system|>\nYou are terse.<|end|>\n" + turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kChat, false), turns + "<|endoftext|>");
+  EXPECT_EQ(apply(t, {{"system", ""}, {"user", "Hello"}}, true), "<|user|>\nHello<|end|>\n<|assistant|>\n");
+}
+
 TEST(ChatTemplate, UnknownBuiltinAndBadTemplate) {
   EXPECT_FALSE(builtin_chat_template("vicuna").has_value());
-  EXPECT_EQ(builtin_chat_template_names().size(), 8u);
+  EXPECT_EQ(builtin_chat_template_names().size(), 9u);
   auto bad = ChatTemplate::parse("{% for m in messages %}{% filter upper %}x{% endfilter %}{% endfor %}", "", "");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "chat template: unsupported template tag '{% filter %}' at line 1:24");
