@@ -1,6 +1,7 @@
-// Byte-level BPE (GPT-2, Llama 3, Qwen2 vocabularies; tokenizer.ggml.model
-// "gpt2"). Encoding: added tokens are cut out of the raw text first, the rest
-// is pre-tokenized into words, each word's UTF-8 bytes become GPT-2 alphabet
+// Byte-level BPE (GPT-2, Llama 3, Qwen, DeepSeek, Falcon, StarCoder, MPT
+// vocabularies; tokenizer.ggml.model "gpt2"). Encoding: added tokens are cut
+// out of the raw text first (special_tokens.h), the rest is pre-tokenized
+// into words (pretokenizer.h), each word's UTF-8 bytes become GPT-2 alphabet
 // symbols, and merges apply inside a word in rank order.
 #pragma once
 
