@@ -180,6 +180,10 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
   }
 
   t->specials_ = SpecialTokens(t->tokens_, t->types_);
+  if (f.has("general.name")) {
+    DUET_ASSIGN(const std::string name, f.get_string("general.name"));
+    t->specials_.apply_model_rules(name);
+  }
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 

@@ -1,6 +1,7 @@
 #include "tokenizer/special_tokens.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 namespace duet {
@@ -42,13 +43,25 @@ void SpecialTokens::partition(std::string_view text, bool parse_special, std::ve
     kept.emplace_back(pos, k);
   }
   std::sort(kept.begin(), kept.end());
-  size_t at = 0;
+  size_t at = 0;  // where the next plain piece starts
   for (const auto& [pos, k] : kept) {
     if (pos > at) out.push_back({at, pos, -1});
-    at = pos + entries_[k].text.size();
-    out.push_back({pos, at, entries_[k].id});
+    const Entry& e = entries_[k];
+    out.push_back({pos, pos + e.text.size(), e.id});
+    at = pos + e.text.size();
+    // llama.cpp strips what C's isspace() calls whitespace, up to the next token.
+    if (e.rstrip) {
+      while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at])) && !(taken[at])) ++at;
+    }
   }
   if (at < text.size()) out.push_back({at, text.size(), -1});
+}
+
+void SpecialTokens::apply_model_rules(std::string_view general_name) {
+  std::string name(general_name);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return;
+  for (Entry& e : entries_) e.rstrip = e.text != "<unk>" && e.text != "<s>" && e.text != "<|endoftext|>";
 }
 
 }  // namespace duet
