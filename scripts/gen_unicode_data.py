@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes src/tokenizer/unicode_data.cc: the code-point classes the
-pre-tokenizers need (\\p{L}, \\p{N}, \\s), from Python's unicodedata.
+pre-tokenizers need (\\s, \\p{L}, \\p{N}, \\p{P}, \\p{M}, \\p{S}), from
+Python's unicodedata.
 
 The table is a list of runs: each entry is the first code point of a run of
 code points that share one class; the run ends where the next entry starts.
@@ -10,8 +11,12 @@ import sys
 import unicodedata
 from pathlib import Path
 
-OTHER, LETTER, NUMBER, WHITESPACE = 0, 1, 2, 3
-NAMES = {OTHER: "kOther", LETTER: "kLetter", NUMBER: "kNumber", WHITESPACE: "kWhitespace"}
+OTHER, LETTER, NUMBER, WHITESPACE, PUNCTUATION, MARK, SYMBOL = 0, 1, 2, 3, 4, 5, 6
+# One letter per class in the generated table.
+LETTERS = {OTHER: "O", LETTER: "L", NUMBER: "N", WHITESPACE: "W", PUNCTUATION: "P", MARK: "M",
+           SYMBOL: "S"}
+# General category (first letter) -> class, for code points that are not White_Space.
+CATEGORIES = {"L": LETTER, "N": NUMBER, "P": PUNCTUATION, "M": MARK, "S": SYMBOL}
 MAX_CP = 0x10FFFF
 
 
@@ -24,11 +29,8 @@ def char_class(cp: int) -> int:
     cat = unicodedata.category(chr(cp))
     if cat in ("Zs", "Zl", "Zp"):
         return WHITESPACE
-    if cat[0] == "L":
-        return LETTER
-    if cat[0] == "N":
-        return NUMBER
-    return OTHER
+    # The rest of C* (controls, format, unassigned) is OTHER.
+    return CATEGORIES.get(cat[0], OTHER)
 
 
 def main() -> None:
@@ -56,13 +58,14 @@ def main() -> None:
     out.append("};")
     out.append("")
     out.append("constexpr CharClass O = CharClass::kOther, L = CharClass::kLetter,")
-    out.append("                    N = CharClass::kNumber, W = CharClass::kWhitespace;")
+    out.append("                    N = CharClass::kNumber, W = CharClass::kWhitespace,")
+    out.append("                    P = CharClass::kPunctuation, M = CharClass::kMark,")
+    out.append("                    S = CharClass::kSymbol;")
     out.append("")
-    letter = {OTHER: "O", LETTER: "L", NUMBER: "N", WHITESPACE: "W"}
     out.append(f"constexpr std::array<ClassRun, {len(runs)}> kRuns = {{{{")
     line = " "
     for first, cls in runs:
-        item = f" {{0x{first:X}, {letter[cls]}}},"
+        item = f" {{0x{first:X}, {LETTERS[cls]}}},"
         if len(line) + len(item) > 96:
             out.append(line)
             line = " "

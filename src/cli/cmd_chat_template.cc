@@ -7,6 +7,7 @@
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "tokenizer/jinja/json_value.h"
 
 namespace duet::cli {
 namespace {
@@ -19,19 +20,32 @@ struct RenderOptions {
   bool source = false;
 };
 
-Result<std::vector<ChatMessage>> parse_messages(const std::string& path) {
+// The conversation file: a JSON array of messages, or an object holding
+// "messages", optional "tools", and further template variables
+// ({"enable_thinking": false}) as apply_chat_template's keyword arguments.
+// Messages keep every field (tool_calls, reasoning_content, ...); each needs
+// a string "role".
+Result<ChatInput> parse_conversation(const std::string& path) {
   DUET_ASSIGN(const std::string text, read_text(path));
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array()) return err(path, ": expected a JSON array of {\"role\", \"content\"}");
-  std::vector<ChatMessage> messages;
-  for (size_t i = 0; i < j.size(); ++i) {
-    const auto& m = j[i];
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-        !m["content"].is_string())
-      return err(path, ": message ", i, " needs string \"role\" and \"content\"");
-    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  const auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const bool is_object = j.is_object();
+  const auto& messages = is_object && j.contains("messages") ? j["messages"] : j;
+  if (j.is_discarded() || !messages.is_array())
+    return err(path, ": expected a JSON array of messages or an object with \"messages\"");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& m = messages[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return err(path, ": message ", i, " needs a string \"role\"");
   }
-  return messages;
+  ChatInput input;
+  input.messages = jinja::value_from_json(messages);
+  if (is_object) {
+    for (const auto& [key, value] : j.items()) {
+      if (key == "tools") input.tools = jinja::value_from_json(value);
+      else if (key != "messages") input.variables.set(key, jinja::value_from_json(value));
+    }
+  }
+  return input;
 }
 
 int render(const RenderOptions& o) {
@@ -43,9 +57,10 @@ int render(const RenderOptions& o) {
   }
   auto tmpl = ChatTemplate::parse(*source, o.bos, o.eos);
   if (!tmpl) return fail(tmpl.error());
-  auto messages = parse_messages(o.messages);
-  if (!messages) return fail(messages.error());
-  auto text = tmpl->apply(*messages, o.add_generation_prompt);
+  auto input = parse_conversation(o.messages);
+  if (!input) return fail(input.error());
+  input->add_generation_prompt = o.add_generation_prompt;
+  auto text = tmpl->render(*input);
   if (!text) return fail(text.error());
   std::fwrite(text->data(), 1, text->size(), stdout);
   return 0;
@@ -55,7 +70,9 @@ const bool registered = register_command(
     "chat-template", "Render a chat template for messages given as JSON", [](CLI::App& app) {
       auto o = std::make_shared<RenderOptions>();
       app.add_option("--chat-template", o->chat_template, chat_template_option_help())->required();
-      app.add_option("--messages", o->messages, "JSON file of [{\"role\", \"content\"}] ('-': stdin)")
+      app.add_option("--messages", o->messages,
+                     "JSON file of [{\"role\", \"content\", ...}], or of {\"messages\": [...], \"tools\": [...], "
+                     "VARIABLE: value...} ('-': stdin)")
           ->capture_default_str();
       app.add_option("--bos", o->bos, "Text of the BOS token");
       app.add_option("--eos", o->eos, "Text of the EOS token");

@@ -107,23 +107,26 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  std::string pre_name = "gpt-2";  // files written before the key existed are GPT-2's
+  // A file written before the key existed gets llama.cpp's "default" rule.
+  std::string pre_name = "default";
   if (f.has("tokenizer.ggml.pre")) {
     DUET_ASSIGN(pre_name, f.get_string("tokenizer.ggml.pre"));
   }
-  Result<PreTokenizer> pre = pre_tokenizer_from_name(pre_name);
+  Result<PreTokenizerInfo> pre = pre_tokenizer_from_name(pre_name);
   if (!pre) return err(f.path(), ": ", pre.error().message);
-  t->pre_ = *pre;
-  t->ignore_merges_ = t->pre_ == PreTokenizer::kLlama3;
+  t->pre_ = pre->rule;
+  t->ignore_merges_ = pre->ignore_merges;
 
   DUET_TRY(read_id(f, "tokenizer.ggml.bos_token_id", n, t->bos_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eos_token_id", n, t->eos_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.unknown_token_id", n, t->unk_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eot_token_id", n, t->eot_id_));
   DUET_TRY(read_id(f, "tokenizer.ggml.eom_token_id", n, t->eom_id_));
-  // Byte-level BPE has no dummy prefix, and adds BOS only when the file says so.
+  // Byte-level BPE has no dummy prefix. BOS is added as the file says, or
+  // where it does not, as llama.cpp does for its pre-tokenizer (Llama 3 yes,
+  // GPT-2 no); EOS only when the file asks.
   t->add_space_prefix_ = false;
-  t->add_bos_ = false;
+  t->add_bos_ = pre->add_bos;
   DUET_TRY(read_flag(f, "tokenizer.ggml.add_bos_token", t->add_bos_));
   DUET_TRY(read_flag(f, "tokenizer.ggml.add_eos_token", t->add_eos_));
 
@@ -176,17 +179,10 @@ Result<std::unique_ptr<Tokenizer>> BpeTokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  for (size_t i = 0; i < n; ++i) {
-    const TokenType type = t->types_[i];
-    if ((type == TokenType::kControl || type == TokenType::kUserDefined) && !t->tokens_[i].empty()) {
-      t->specials_.push_back({t->tokens_[i], static_cast<int32_t>(i), type == TokenType::kControl});
-    }
-  }
-  std::stable_sort(t->specials_.begin(), t->specials_.end(),
-                   [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
-  for (size_t i = 0; i < t->specials_.size(); ++i) {
-    const auto first = static_cast<uint8_t>(t->specials_[i].text[0]);
-    t->specials_by_byte_[first].push_back(static_cast<uint32_t>(i));
+  t->specials_ = SpecialTokens(t->tokens_, t->types_);
+  if (f.has("general.name")) {
+    DUET_ASSIGN(const std::string name, f.get_string("general.name"));
+    t->specials_.apply_model_rules(name);
   }
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
@@ -214,36 +210,16 @@ struct BpeTokenizer::Scratch {
   std::vector<Candidate> heap;
 };
 
-const BpeTokenizer::Special* BpeTokenizer::next_special(std::string_view text, size_t from,
-                                                        bool parse_special, size_t& at) const {
-  if (specials_.empty()) return nullptr;
-  for (size_t i = from; i < text.size(); ++i) {
-    for (uint32_t k : specials_by_byte_[static_cast<uint8_t>(text[i])]) {
-      const Special& s = specials_[k];
-      if (s.control && !parse_special) continue;
-      if (text.compare(i, s.text.size(), s.text) == 0) {
-        at = i;
-        return &s;
-      }
-    }
-  }
-  return nullptr;
-}
-
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
   Scratch s;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t at = 0;
-    const Special* special = next_special(text, pos, parse_special, at);
-    const size_t end = special ? at : text.size();
-    if (end > pos) encode_plain(text.substr(pos, end - pos), s, out);
-    if (!special) break;
-    out.push_back(special->id);
-    pos = at + special->text.size();
+  std::vector<SpecialTokens::Piece> pieces;
+  specials_.partition(text, parse_special, pieces);
+  for (const SpecialTokens::Piece& p : pieces) {
+    if (p.id >= 0) out.push_back(p.id);
+    else encode_plain(text.substr(p.begin, p.end - p.begin), s, out);
   }
   if (add_bos && add_eos_ && eos_id_ >= 0) out.push_back(eos_id_);
   return out;

@@ -1,6 +1,7 @@
-// Byte-level BPE (GPT-2, Llama 3, Qwen2 vocabularies; tokenizer.ggml.model
-// "gpt2"). Encoding: added tokens are cut out of the raw text first, the rest
-// is pre-tokenized into words, each word's UTF-8 bytes become GPT-2 alphabet
+// Byte-level BPE (GPT-2, Llama 3, Qwen, DeepSeek, Falcon, StarCoder, MPT
+// vocabularies; tokenizer.ggml.model "gpt2"). Encoding: added tokens are cut
+// out of the raw text first (special_tokens.h), the rest is pre-tokenized
+// into words (pretokenizer.h), each word's UTF-8 bytes become GPT-2 alphabet
 // symbols, and merges apply inside a word in rank order.
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/special_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet {
@@ -51,7 +53,7 @@ class BpeTokenizer final : public Tokenizer {
 
   // Control tokens (BOS, <|eot_id|>, ...) are recognized in the text only
   // with parse_special; user-defined tokens always are (as Hugging Face and
-  // llama.cpp do). add_bos asks for the vocabulary's framing: BOS first, and
+  // llama.cpp do), in llama.cpp's order (special_tokens.h). add_bos asks for the vocabulary's framing: BOS first, and
   // EOS last when the file sets add_eos_token.
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special = false) const override;
@@ -63,14 +65,6 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   struct Scratch;
-  struct Special {
-    std::string text;
-    int32_t id;
-    bool control;
-  };
-  // The first added token at or after `from`; leftmost, then longest.
-  const Special* next_special(std::string_view text, size_t from, bool parse_special,
-                              size_t& at) const;
   void encode_plain(std::string_view text, Scratch& s, std::vector<int32_t>& out) const;
   void encode_word(std::string_view bytes, Scratch& s, std::vector<int32_t>& out) const;
 
@@ -84,8 +78,7 @@ class BpeTokenizer final : public Tokenizer {
   BpeMerges merges_;
   std::unordered_map<std::string, int32_t> token_ids_;  // for ignore_merges_
   std::vector<std::string> pieces_;                     // (n_vocab) bytes each token stands for
-  std::vector<Special> specials_;                       // longest first
-  std::array<std::vector<uint32_t>, 256> specials_by_byte_;  // indices into specials_, by first byte
+  SpecialTokens specials_;
 };
 
 }  // namespace duet

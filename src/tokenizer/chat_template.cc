@@ -20,6 +20,7 @@ Result<ChatTemplate> ChatTemplate::parse_for(std::string_view source, const Toke
 
 Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                         const jinja::Limits& limits) const {
+  ChatInput input;
   jinja::List list;
   for (const ChatMessage& m : messages) {
     jinja::Dict d;
@@ -27,9 +28,17 @@ Result<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages
     d.set("content", jinja::Value(m.content));
     list.emplace_back(std::move(d));
   }
-  jinja::Dict context;
-  context.set("messages", jinja::Value(std::move(list)));
-  context.set("add_generation_prompt", jinja::Value(add_generation_prompt));
+  input.messages = jinja::Value(std::move(list));
+  input.add_generation_prompt = add_generation_prompt;
+  return render(input, limits);
+}
+
+Result<std::string> ChatTemplate::render(const ChatInput& input, const jinja::Limits& limits) const {
+  jinja::Dict context = input.variables;
+  context.set("messages", input.messages);
+  context.set("tools", input.tools);
+  context.set("documents", jinja::Value::none());  // retrieval documents: duet passes none, as HF does by default
+  context.set("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   context.set("bos_token", jinja::Value(bos_));
   context.set("eos_token", jinja::Value(eos_));
   auto text = template_.render(context, limits);

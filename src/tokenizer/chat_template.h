@@ -1,7 +1,8 @@
 // A model's chat template: the Jinja program (tokenizer.chat_template in GGUF
 // metadata or tokenizer_config.json) that turns a conversation into prompt
 // text, rendered with the variables Hugging Face's apply_chat_template sets:
-// messages, add_generation_prompt, bos_token, eos_token.
+// messages, add_generation_prompt, bos_token, eos_token, and tools and any
+// further keyword arguments (Qwen3's enable_thinking) when given.
 #pragma once
 
 #include <string>
@@ -19,6 +20,22 @@ struct ChatMessage {
   std::string content;
 };
 
+// A conversation as apply_chat_template(messages, tools=..., **kwargs) takes
+// it, for templates that read more than role and content.
+struct ChatInput {
+  // A list of dicts with any fields: role, content, tool_calls,
+  // reasoning_content, tool_call_id, ...
+  jinja::Value messages;
+  // The tool schemas; none when the request has none, as Hugging Face passes
+  // tools=None (templates test `if tools` or `tools is not none`).
+  jinja::Value tools = jinja::Value::none();
+  // Further template globals (enable_thinking); the standard ones (messages,
+  // tools, documents, add_generation_prompt, bos_token, eos_token) win over a
+  // variable of the same name.
+  jinja::Dict variables;
+  bool add_generation_prompt = false;
+};
+
 class ChatTemplate {
  public:
   // Parses `source`; an unsupported construct is an error naming it and its
@@ -33,6 +50,8 @@ class ChatTemplate {
   // raise_exception() comes back as the error.
   Result<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                             const jinja::Limits& limits = {}) const;
+  // As apply, for a conversation with tools, tool calls or extra variables.
+  Result<std::string> render(const ChatInput& input, const jinja::Limits& limits = {}) const;
 
   const std::string& source() const { return source_; }
 

@@ -12,7 +12,8 @@ namespace duet {
 // The Jinja source of the built-in template `name`; nothing if unknown.
 std::optional<std::string_view> builtin_chat_template(std::string_view name);
 
-// "llama2", "llama3", "mistral", "chatml", "gemma", "phi3".
+// "llama2", "llama3", "mistral", "chatml", "qwen3", "gemma", "gemma3", "phi3",
+// "phi3.5".
 std::vector<std::string_view> builtin_chat_template_names();
 
 }  // namespace duet

@@ -1,141 +1,121 @@
 #include "tokenizer/pretokenizer.h"
 
-#include <algorithm>
-#include <array>
 #include <string>
+#include <utility>
 
-#include "tokenizer/unicode_data.h"
+#include "tokenizer/pretokenizer_passes.h"
 
 namespace duet {
 namespace {
 
-// Code points with their classes, looked up once.
-class Text {
- public:
-  Text(std::span<const uint32_t> cps, std::vector<CharClass>& cls) : cps_(cps), cls_(cls) {
-    cls_.resize(cps.size());
-    for (size_t i = 0; i < cps.size(); ++i) cls_[i] = char_class(cps[i]);
-  }
-  size_t size() const { return cps_.size(); }
-  uint32_t at(size_t i) const { return i < cps_.size() ? cps_[i] : 0; }
-  bool is(size_t i, CharClass c) const { return i < cps_.size() && cls_[i] == c; }
-  bool is_newline(size_t i) const { return at(i) == '\r' || at(i) == '\n'; }
-  // The end of the run of class `c` that starts at i.
-  size_t run(size_t i, CharClass c) const {
-    while (is(i, c)) ++i;
-    return i;
-  }
+using pretok::Matcher;
+using pretok::Text;
 
- private:
-  std::span<const uint32_t> cps_;
-  std::vector<CharClass>& cls_;
+struct NamedRule {
+  std::string_view name;
+  PreTokenizerInfo info;
 };
 
-uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+constexpr PreTokenizerInfo kGpt2{PreTokenizer::kGpt2};
+constexpr PreTokenizerInfo kLlama3{PreTokenizer::kLlama3, /*ignore_merges=*/true, /*add_bos=*/true};
+constexpr PreTokenizerInfo kQwen2{PreTokenizer::kQwen2};
+constexpr PreTokenizerInfo kDigits{PreTokenizer::kDigitsThenGpt2};
 
-// 's|'t|'re|'ve|'m|'ll|'d: the end of the match at i, or 0.
-size_t match_contraction(const Text& t, size_t i, bool ignore_case) {
-  if (t.at(i) != '\'') return 0;
-  auto letter = [&](size_t k) { return ignore_case ? ascii_lower(t.at(k)) : t.at(k); };
-  const uint32_t a = letter(i + 1);
-  if (i + 1 >= t.size()) return 0;
-  if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
-  if (i + 2 >= t.size()) return 0;
-  const uint32_t b = letter(i + 2);
-  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
-  return 0;
+// The names llama.cpp maps to each rule it shares with duet.
+constexpr NamedRule kNames[] = {
+    {"default", {PreTokenizer::kDefault}},
+    {"gpt-2", kGpt2}, {"phi-2", kGpt2}, {"jina-es", kGpt2}, {"jina-de", kGpt2},
+    {"gigachat", kGpt2}, {"jina-v2-es", kGpt2}, {"jina-v2-de", kGpt2}, {"a.x-4.0", kGpt2},
+    {"mellum", kGpt2}, {"mpt", kGpt2}, {"olmo", kGpt2}, {"jais", kGpt2}, {"trillion", kGpt2},
+    {"granite-docling", kGpt2}, {"exaone4", kGpt2},
+    {"llama3", kLlama3}, {"llama-v3", kLlama3}, {"llama-bpe", kLlama3}, {"falcon3", kLlama3},
+    {"falcon-h1", kLlama3}, {"pixtral", kLlama3}, {"midm-2.0", kLlama3}, {"lfm2", kLlama3},
+    {"qwen2", kQwen2}, {"deepseek-r1-qwen", kQwen2}, {"kormo", kQwen2}, {"megrez", kQwen2},
+    {"stablelm2", kQwen2}, {"hunyuan", kQwen2},
+    {"qwen35", {PreTokenizer::kQwen35}},
+    {"starcoder", kDigits}, {"refact", kDigits}, {"command-r", kDigits}, {"smollm", kDigits},
+    {"codeshell", kDigits}, {"exaone", kDigits}, {"minerva-7b", kDigits},
+    {"falcon", {PreTokenizer::kFalcon}},
+    {"deepseek-llm", {PreTokenizer::kDeepseekLlm}},
+    {"deepseek-coder", {PreTokenizer::kDeepseekCoder}},
+};
+
+// The passes of each rule, in the order llama.cpp applies its regexes.
+std::span<const Matcher> passes(PreTokenizer kind) {
+  using namespace pretok;
+  static constexpr Matcher kGpt2Passes[] = {match_gpt2};
+  static constexpr Matcher kLlama3Passes[] = {match_llama3};
+  static constexpr Matcher kQwen2Passes[] = {match_qwen2};
+  static constexpr Matcher kQwen35Passes[] = {match_qwen35};
+  static constexpr Matcher kDigitsPasses[] = {match_number, match_gpt2};
+  static constexpr Matcher kFalconPasses[] = {match_punct_run_backtick, match_gpt2,
+                                              match_three_ascii_digits};
+  static constexpr Matcher kDefaultPasses[] = {match_punct_run, match_gpt2, match_numbers,
+                                               match_three_ascii_digits};
+  static constexpr Matcher kDeepseekLlmPasses[] = {
+      match_newline, match_space_cased_letters, match_space_deepseek_marks,
+      match_trailing_space, match_cjk_run, match_numbers};
+  static constexpr Matcher kDeepseekCoderPasses[] = {
+      match_newline, match_space_letters, match_space_punct, match_cjk_run, match_number};
+  switch (kind) {
+    case PreTokenizer::kGpt2: return kGpt2Passes;
+    case PreTokenizer::kLlama3: return kLlama3Passes;
+    case PreTokenizer::kQwen2: return kQwen2Passes;
+    case PreTokenizer::kQwen35: return kQwen35Passes;
+    case PreTokenizer::kDigitsThenGpt2: return kDigitsPasses;
+    case PreTokenizer::kFalcon: return kFalconPasses;
+    case PreTokenizer::kDefault: return kDefaultPasses;
+    case PreTokenizer::kDeepseekLlm: return kDeepseekLlmPasses;
+    case PreTokenizer::kDeepseekCoder: return kDeepseekCoderPasses;
+  }
+  return kGpt2Passes;
 }
 
-// \s+(?!\S)|\s+ at a whitespace code point i: a run of whitespace, less its
-// last code point when a non-space follows and the run is longer than one, so
-// that the last space stays with the next word.
-size_t match_trailing_space(const Text& t, size_t i) {
-  const size_t end = t.run(i, CharClass::kWhitespace);
-  if (end < t.size() && end - i >= 2) return end - 1;
-  return end;
-}
-
-size_t match_gpt2(const Text& t, size_t i) {
-  if (size_t e = match_contraction(t, i, false)) return e;
-  // " ?X+" for X = \p{L}, \p{N}, [^\s\p{L}\p{N}].
-  const size_t j = t.at(i) == ' ' && i + 1 < t.size() ? i + 1 : i;
-  for (CharClass c : {CharClass::kLetter, CharClass::kNumber, CharClass::kOther}) {
-    if (t.is(j, c)) return t.run(j, c);
+// Cuts the word `t`, which starts at code point `base` of the text, into the
+// matches of `match` and the stretches between them; appends their ends.
+void split_word(Matcher match, const Text& t, size_t base, std::vector<size_t>& ends) {
+  size_t unmatched = 0;  // start of the stretch no match has covered yet
+  for (size_t i = 0; i < t.size();) {
+    const size_t e = match(t, i);
+    if (e == i) {
+      ++i;
+      continue;
+    }
+    if (unmatched < i) ends.push_back(base + i);
+    ends.push_back(base + e);
+    i = unmatched = e;
   }
-  return match_trailing_space(t, i);
-}
-
-size_t match_llama3(const Text& t, size_t i, size_t max_digits) {
-  if (size_t e = match_contraction(t, i, true)) return e;
-  // [^\r\n\p{L}\p{N}]?\p{L}+
-  if (t.is(i, CharClass::kLetter)) return t.run(i, CharClass::kLetter);
-  if (!t.is_newline(i) && !t.is(i, CharClass::kNumber) && t.is(i + 1, CharClass::kLetter)) {
-    return t.run(i + 1, CharClass::kLetter);
-  }
-  // \p{N}{1,max_digits}
-  if (t.is(i, CharClass::kNumber)) {
-    return std::min(t.run(i, CharClass::kNumber), i + max_digits);
-  }
-  //  ?[^\s\p{L}\p{N}]+[\r\n]*
-  const size_t j = t.at(i) == ' ' && i + 1 < t.size() ? i + 1 : i;
-  if (t.is(j, CharClass::kOther)) {
-    size_t e = t.run(j, CharClass::kOther);
-    while (t.is_newline(e)) ++e;
-    return e;
-  }
-  // Here t[i] is whitespace. \s*[\r\n]+: up to the last newline of the run.
-  const size_t end = t.run(i, CharClass::kWhitespace);
-  for (size_t k = end; k > i; --k) {
-    if (t.is_newline(k - 1)) return k;
-  }
-  return match_trailing_space(t, i);
+  if (unmatched < t.size()) ends.push_back(base + t.size());
 }
 
 }  // namespace
 
-Result<PreTokenizer> pre_tokenizer_from_name(std::string_view name) {
-  // Names that llama.cpp maps to one of these three rules.
-  static constexpr std::array<std::string_view, 9> kGpt2 = {
-      "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum"};
-  static constexpr std::array<std::string_view, 8> kLlama3 = {
-      "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"};
-  static constexpr std::array<std::string_view, 4> kQwen2 = {"qwen2", "deepseek-r1-qwen", "kormo",
-                                                             "megrez"};
-  static constexpr std::array<std::string_view, 7> kDigits = {
-      "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"};
-  auto in = [&](const auto& names) { return std::find(names.begin(), names.end(), name) != names.end(); };
-  if (in(kGpt2)) return PreTokenizer::kGpt2;
-  if (in(kLlama3)) return PreTokenizer::kLlama3;
-  if (in(kQwen2)) return PreTokenizer::kQwen2;
-  if (in(kDigits)) return PreTokenizer::kDigitsThenGpt2;
+Result<PreTokenizerInfo> pre_tokenizer_from_name(std::string_view name) {
+  for (const NamedRule& n : kNames) {
+    if (n.name == name) return n.info;
+  }
   return err("unsupported pre-tokenizer '", std::string(name),
-             "' (tokenizer.ggml.pre); supported: the gpt-2, llama-bpe, qwen2 and starcoder rules");
+             "' (tokenizer.ggml.pre); supported: the default, gpt-2, llama-bpe, qwen2, qwen35, "
+             "starcoder, falcon, deepseek-llm and deepseek-coder rules and their aliases");
 }
 
 void pre_tokenize(PreTokenizer kind, std::span<const uint32_t> cps, std::vector<size_t>& ends) {
-  std::vector<CharClass> cls;
-  // Words of `t`, which starts at code point `base` of the text.
-  auto split = [&](const Text& t, size_t base) {
-    for (size_t i = 0; i < t.size();) {
-      switch (kind) {
-        case PreTokenizer::kLlama3: i = match_llama3(t, i, 3); break;
-        case PreTokenizer::kQwen2: i = match_llama3(t, i, 1); break;
-        case PreTokenizer::kGpt2:
-        case PreTokenizer::kDigitsThenGpt2: i = match_gpt2(t, i); break;
-      }
-      ends.push_back(base + i);
+  if (cps.empty()) return;
+  std::vector<CharClass> cls(cps.size());
+  for (size_t i = 0; i < cps.size(); ++i) cls[i] = char_class(cps[i]);
+  std::vector<size_t> words = {cps.size()}, next;
+  for (Matcher match : passes(kind)) {
+    next.clear();
+    size_t begin = 0;
+    for (size_t end : words) {
+      const size_t n = end - begin;
+      split_word(match, Text(cps.subspan(begin, n), std::span<const CharClass>(cls).subspan(begin, n)),
+                 begin, next);
+      begin = end;
     }
-  };
-  if (kind != PreTokenizer::kDigitsThenGpt2) return split(Text(cps, cls), 0);
-  // The second regex sees each stretch between digits as a whole text, so
-  // (?!\S) holds at the stretch's end.
-  for (size_t i = 0; i < cps.size();) {
-    size_t j = i;
-    while (j < cps.size() && !is_number(cps[j])) ++j;
-    if (j > i) split(Text(cps.subspan(i, j - i), cls), i);
-    if (j < cps.size()) ends.push_back(j + 1);
-    i = j + 1;
+    std::swap(words, next);
   }
+  ends.insert(ends.end(), words.begin(), words.end());
 }
 
 }  // namespace duet

@@ -137,24 +137,20 @@ Result<std::unique_ptr<Tokenizer>> SpmTokenizer::from_gguf(const GgufFile& f) {
         break;
       }
       case TokenType::kUserDefined:
-        if (!text.empty()) t->specials_.push_back({text, id, false});
-        t->pieces_.try_emplace(text, id);
-        break;
-      case TokenType::kControl:
-        if (!text.empty()) t->specials_.push_back({text, id, true});
-        break;
       case TokenType::kNormal:
       case TokenType::kUnused:
         t->pieces_.try_emplace(text, id);
         break;
+      case TokenType::kControl:
       case TokenType::kUnknown:
-        break;
+        break;  // found in the text only as special tokens
     }
   }
-  std::stable_sort(t->specials_.begin(), t->specials_.end(),
-                   [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
-  t->special_starts_.fill(false);
-  for (const Special& s : t->specials_) t->special_starts_[static_cast<uint8_t>(s.text[0])] = true;
+  t->specials_ = SpecialTokens(t->tokens_, t->types_);
+  if (f.has("general.name")) {
+    DUET_ASSIGN(const std::string name, f.get_string("general.name"));
+    t->specials_.apply_model_rules(name);
+  }
   return std::unique_ptr<Tokenizer>(std::move(t));
 }
 
@@ -172,37 +168,20 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos,
   // llama.cpp, every run that starts the text or follows a special token gets
   // the dummy-prefix space.
   bool after_special = true;
-  size_t run_start = 0;
-  auto finish_run = [&](size_t end) {
-    if (end == run_start) return;
-    std::string escaped;
-    if (add_space_prefix_ && after_special) escaped = kSpace;
-    append_escaped(text.substr(run_start, end - run_start), escaped);
-    encode_run(escaped, out);
-    after_special = false;
-  };
-  size_t i = 0;
-  while (i < text.size()) {
-    const Special* hit = nullptr;
-    if (special_starts_[static_cast<uint8_t>(text[i])]) {
-      for (const Special& s : specials_) {
-        if ((!s.control || parse_special) && text.substr(i, s.text.size()) == s.text) {
-          hit = &s;  // longest first, so the first hit is the longest match
-          break;
-        }
-      }
-    }
-    if (!hit) {
-      ++i;
+  std::vector<SpecialTokens::Piece> pieces;
+  specials_.partition(text, parse_special, pieces);
+  for (const SpecialTokens::Piece& p : pieces) {
+    if (p.id >= 0) {
+      out.push_back(p.id);
+      after_special = true;
       continue;
     }
-    finish_run(i);
-    out.push_back(hit->id);
-    after_special = true;
-    i += hit->text.size();
-    run_start = i;
+    std::string escaped;
+    if (add_space_prefix_ && after_special) escaped = kSpace;
+    append_escaped(text.substr(p.begin, p.end - p.begin), escaped);
+    encode_run(escaped, out);
+    after_special = false;
   }
-  finish_run(text.size());
   return out;
 }
 

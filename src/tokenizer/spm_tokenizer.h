@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/special_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet {
@@ -33,13 +34,6 @@ class SpmTokenizer : public Tokenizer {
   };
   using PieceMap = std::unordered_map<std::string, int32_t, Hash, std::equal_to<>>;
 
-  // A token whose text is matched in the input before BPE runs.
-  struct Special {
-    std::string text;
-    int32_t id;
-    bool control;  // only matched with parse_special
-  };
-
   // BPE over one run of text (already '▁'-escaped, valid UTF-8); appends ids.
   void encode_run(std::string_view text, std::vector<int32_t>& out) const;
   // The id for `piece`, or -1 when it cannot take part in merges.
@@ -49,8 +43,7 @@ class SpmTokenizer : public Tokenizer {
   PieceMap pieces_;                     // NORMAL, USER_DEFINED and UNUSED pieces
   std::array<int32_t, 256> byte_ids_;   // <0xNN> token per byte, -1 if absent
   std::vector<int16_t> byte_of_token_;  // per id: the byte of a BYTE token, else -1
-  std::vector<Special> specials_;       // longest text first
-  std::array<bool, 256> special_starts_;  // first bytes of specials' texts
+  SpecialTokens specials_;  // matched in the input before BPE runs
   int32_t eot_id_ = -1;
 };
 

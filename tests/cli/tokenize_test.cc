@@ -89,14 +89,18 @@ TEST(TokenizeCommand, Errors) {
 }
 
 // A Hugging Face tokenizer.json tokenizes like llama.cpp's GGUF of the same
-// vocabulary (Llama 3), without any GGUF file.
+// vocabulary (Llama 3), without any GGUF file. Only the framing differs: this
+// tokenizer.json's post-processor adds no BOS, while a GGUF with the
+// llama-bpe pre-tokenizer and no add_bos_token adds one, as in llama.cpp.
 TEST(TokenizeCommand, TokenizerJsonMatchesTheGgufVocabulary) {
   const std::string json = duet::testing::shared_path("tokenizers/llama3/tokenizer.json");
   const std::string gguf = duet::testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-bpe.gguf");
+  const auto framed = run_command(duet::testing::duet_binary() + " tokenize -m " + gguf + " Hi");
+  EXPECT_EQ(framed.output, "128000 13347\n");
   for (const char* text : {"'Hello world, how are you?'", "'  12345 tokens\tand\nlines'",
                            "'\u00e9t\u00e9 \u4e16\u754c'", "'<|begin_of_text|>x'"}) {
     const auto a = run_command(duet::testing::duet_binary() + " tokenize --tokenizer " + json + " " + text);
-    const auto b = run_command(duet::testing::duet_binary() + " tokenize -m " + gguf + " " + text);
+    const auto b = run_command(duet::testing::duet_binary() + " tokenize --no-bos -m " + gguf + " " + text);
     ASSERT_EQ(a.exit_code, 0) << a.output;
     EXPECT_FALSE(a.output.empty());
     EXPECT_EQ(a.output, b.output) << text;

@@ -3,14 +3,19 @@ python3-jinja2), configured as Hugging Face's apply_chat_template does:
 sandboxed, trim_blocks and lstrip_blocks, the loopcontrols extension,
 raise_exception() and a json.dumps-based tojson.
 
-Templates: duet's six built-ins, the real Llama 3 and Qwen3
-tokenizer_config.json templates, the Qwen2 and Phi-3 templates of llama.cpp's
-vocab GGUFs, and templates written here to exercise the Jinja subset (loops,
-slicing, namespace, filters, tests, whitespace control, number printing).
-Conversations are generated from a seed, with edge-case contents (Unicode,
-whitespace runs, quotes, braces that look like Jinja). Every output must be
-byte-identical, and a template that raises must make duet fail with the same
-message. Exits non-zero on any mismatch.
+Templates: duet's built-ins (Qwen3, Gemma 3, Phi-3 and Phi-3.5 among them), the real
+Llama 3 and Qwen3 tokenizer_config.json templates, the Qwen2 and Phi-3
+templates of llama.cpp's vocab GGUFs, and templates written here to exercise
+the Jinja subset (loops, slicing, namespace, filters, tests, whitespace
+control, number printing). Conversations: fixed ones (system prompts,
+multi-turn, thinking blocks, tool calls with dict and string arguments, tool
+results, reasoning_content, Gemma 3's list-of-parts content) rendered with and
+without tools and with enable_thinking unset, true and false, and more
+generated from a seed with edge-case contents (Unicode, whitespace runs,
+quotes, braces that look like Jinja). As in Hugging Face's
+apply_chat_template, tools and documents are None unless given. Every output
+must be byte-identical, and a template that raises must make duet fail with
+the same message. Exits non-zero on any mismatch.
 """
 import json
 import os
@@ -93,6 +98,56 @@ def random_content(rng):
     return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 8)))
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name, e.g. Zürich"},
+        "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}}]
+
+
+def call(name, arguments, wrapped=True):
+    fn = {"name": name, "arguments": arguments}
+    return {"type": "function", "function": fn} if wrapped else fn
+
+
+# Conversations with tools and thinking: (label, messages, templates it is
+# meant for or None for all). Tool-call turns carry "" as content, which
+# every template can concatenate.
+TOOL_CONVERSATIONS = [
+    ("tool round trip", [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Paris and Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            call("get_weather", {"city": "Paris"}), call("get_weather", '{"city": "Oslo", "unit": "c"}')]},
+        {"role": "tool", "content": "18 C"},
+        {"role": "tool", "content": "9 C"},
+        {"role": "assistant", "content": "<think>\nCompare them.\n</think>\n\nParis 18 C, Oslo 9 C."},
+        {"role": "user", "content": "Thanks! And Rome?"}], None),
+    ("reasoning_content", [
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "4", "reasoning_content": "Add them."}], None),
+    ("text then call, tool last", [
+        {"role": "user", "content": "Call it"},
+        {"role": "assistant", "content": "Sure.", "tool_calls": [call("get_weather", {"city": "Lima", "unit": "c"}, False)]},
+        {"role": "tool", "content": "22"}], None),
+    ("multi-step tool", [
+        {"role": "system", "content": "Think first."},
+        {"role": "user", "content": "Start"},
+        {"role": "assistant", "content": "<think>\nplan\n</think>\n\nstep one", "tool_calls": [call("get_weather", {})]},
+        {"role": "user", "content": "<tool_response>\nok\n</tool_response>"},
+        {"role": "assistant", "content": "<think>\nmore\n</think>\n\ndone"}], None),
+    ("gemma3 parts", [
+        {"role": "system", "content": [{"type": "text", "text": " Be brief. "}]},
+        {"role": "user", "content": [{"type": "text", "text": " Describe "}, {"type": "image"}, {"type": "text", "text": "this"}]},
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": "Sure?"}], {"gemma3"}),
+]
+
+# Keyword arguments the tool conversations are rendered with.
+VARIANTS = [{}, {"tools": TOOLS}, {"tools": TOOLS, "enable_thinking": False}, {"enable_thinking": True},
+            {"enable_thinking": False}]
+
+
 def conversations(rng):
     fixed = [
         [{"role": "user", "content": "Hello"}],
@@ -114,10 +169,12 @@ def conversations(rng):
     return out
 
 
-def jinja_render(source, messages, bos, eos, gen):
+def jinja_render(source, messages, bos, eos, gen, kwargs):
+    variables = dict(kwargs)
+    variables.setdefault("tools", None)
     try:
-        return True, ENV.from_string(source).render(messages=messages, bos_token=bos, eos_token=eos,
-                                                    add_generation_prompt=gen)
+        return True, ENV.from_string(source).render(messages=messages, documents=None, bos_token=bos, eos_token=eos,
+                                                    add_generation_prompt=gen, **variables)
     except TemplateRaised as e:
         return False, "template error: " + str(e)
 
@@ -139,7 +196,8 @@ def main():
     templates = []  # (name, duet --chat-template argument, source, bos, eos)
     for name, bos, eos in [("llama2", "<s>", "</s>"), ("llama3", "<|begin_of_text|>", "<|eot_id|>"),
                            ("mistral", "<s>", "</s>"), ("chatml", "", "<|im_end|>"), ("gemma", "<bos>", "<eos>"),
-                           ("phi3", "<s>", "<|endoftext|>")]:
+                           ("phi3", "<s>", "<|endoftext|>"), ("qwen3", "", "<|im_end|>"),
+                           ("gemma3", "<bos>", "<eos>"), ("phi3.5", "<s>", "<|endoftext|>")]:
         source = subprocess.run([DUET, "chat-template", "--chat-template", name, "--source"], capture_output=True,
                                 check=True).stdout.decode("utf-8")
         templates.append((name, name, source, bos, eos))
@@ -157,14 +215,19 @@ def main():
         open(path, "w", encoding="utf-8").write(source)
         templates.append((name, path, source, "<s>", "</s>"))
 
-    convs = conversations(rng)
+    # (label, messages, keyword arguments, templates or None for all)
+    cases = [("conversation %d" % i, m, {}, None) for i, m in enumerate(conversations(rng))]
+    cases += [("%s %s" % (label, json.dumps(kw)), m, kw, only)
+              for label, m, only in TOOL_CONVERSATIONS for kw in (VARIANTS if only is None else [{}])]
     failures = checked = raised = 0
-    for ci, messages in enumerate(convs):
+    for ci, (label, messages, kwargs, only) in enumerate(cases):
         mpath = os.path.join(tmp, "messages%d.json" % ci)
-        json.dump(messages, open(mpath, "w", encoding="utf-8"), ensure_ascii=False)
+        json.dump(dict(kwargs, messages=messages), open(mpath, "w", encoding="utf-8"), ensure_ascii=False)
         for name, arg, source, bos, eos in templates:
+            if only is not None and name not in only:
+                continue
             for gen in (False, True):
-                want_ok, want = jinja_render(source, messages, bos, eos, gen)
+                want_ok, want = jinja_render(source, messages, bos, eos, gen, kwargs)
                 got_ok, got = duet_render(arg, mpath, bos, eos, gen)
                 checked += 1
                 raised += not want_ok
@@ -172,10 +235,10 @@ def main():
                 if not same:
                     failures += 1
                     if failures <= 10:
-                        print("MISMATCH %s, conversation %d, add_generation_prompt=%s\n  jinja2: %r\n  duet:   %r"
-                              % (name, ci, gen, want, got))
-    print("%d renderings (%d templates x %d conversations x 2), %d raised in both, %d mismatches"
-          % (checked, len(templates), len(convs), raised, failures))
+                        print("MISMATCH %s, %s, add_generation_prompt=%s\n  jinja2: %r\n  duet:   %r"
+                              % (name, label, gen, want, got))
+    print("%d renderings (%d templates, %d conversations, with and without a generation prompt), "
+          "%d raised in both, %d mismatches" % (checked, len(templates), len(cases), raised, failures))
     sys.exit(1 if failures or checked == 0 else 0)
 
 

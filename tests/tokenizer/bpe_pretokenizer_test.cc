@@ -1,5 +1,5 @@
 // The pieces under byte-level BPE: Unicode classes, lossy UTF-8 decoding, the
-// GPT-2 byte alphabet, and the three pre-tokenizer rules on hand-traced cases.
+// GPT-2 byte alphabet, and the pre-tokenizer rules on hand-traced cases.
 #include <gtest/gtest.h>
 
 #include "core/utf8.h"
@@ -46,9 +46,15 @@ TEST(BpeUnicode, Classes) {
   EXPECT_FALSE(is_whitespace(0xFEFF));  // BOM is Cf, also unlike JavaScript's \s
   EXPECT_FALSE(is_whitespace(0x200B));  // zero-width space is Cf
   EXPECT_FALSE(is_whitespace(0x1C));    // Python's isspace() says yes; White_Space no
-  EXPECT_EQ(char_class(0x0301), CharClass::kOther);   // combining acute (Mn)
-  EXPECT_EQ(char_class(0x1F999), CharClass::kOther);  // 🦙
-  EXPECT_EQ(char_class('_'), CharClass::kOther);
+  EXPECT_EQ(char_class(0x0301), CharClass::kMark);    // combining acute (Mn)
+  EXPECT_EQ(char_class(0x0E31), CharClass::kMark);    // Thai mai han-akat (Mn)
+  EXPECT_EQ(char_class(0x1F999), CharClass::kSymbol);  // 🦙 (So)
+  EXPECT_EQ(char_class('$'), CharClass::kSymbol);      // Sc
+  EXPECT_EQ(char_class('`'), CharClass::kSymbol);      // Sk
+  EXPECT_EQ(char_class('_'), CharClass::kPunctuation);  // Pc
+  EXPECT_EQ(char_class(0x3002), CharClass::kPunctuation);  // 。
+  EXPECT_EQ(char_class(0x200B), CharClass::kOther);    // zero-width space (Cf)
+  EXPECT_EQ(char_class(0x0378), CharClass::kOther);    // unassigned
   EXPECT_EQ(char_class(0x10FFFF), CharClass::kOther);
   EXPECT_EQ(char_class(0x110000), CharClass::kOther);
   EXPECT_EQ(char_class(0x20000), CharClass::kLetter);  // CJK extension B
@@ -89,14 +95,28 @@ TEST(BpeUnicode, Gpt2ByteAlphabet) {
 }
 
 TEST(BpePreTokenizer, Names) {
-  EXPECT_EQ(*pre_tokenizer_from_name("gpt-2"), PreTokenizer::kGpt2);
-  EXPECT_EQ(*pre_tokenizer_from_name("llama-bpe"), PreTokenizer::kLlama3);
-  EXPECT_EQ(*pre_tokenizer_from_name("llama3"), PreTokenizer::kLlama3);
-  EXPECT_EQ(*pre_tokenizer_from_name("qwen2"), PreTokenizer::kQwen2);
-  EXPECT_EQ(*pre_tokenizer_from_name("deepseek-r1-qwen"), PreTokenizer::kQwen2);
-  const Result<PreTokenizer> bad = pre_tokenizer_from_name("deepseek-coder");
+  EXPECT_EQ(pre_tokenizer_from_name("gpt-2")->rule, PreTokenizer::kGpt2);
+  EXPECT_EQ(pre_tokenizer_from_name("mpt")->rule, PreTokenizer::kGpt2);
+  EXPECT_EQ(pre_tokenizer_from_name("llama-bpe")->rule, PreTokenizer::kLlama3);
+  EXPECT_EQ(pre_tokenizer_from_name("llama3")->rule, PreTokenizer::kLlama3);
+  EXPECT_EQ(pre_tokenizer_from_name("qwen2")->rule, PreTokenizer::kQwen2);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-r1-qwen")->rule, PreTokenizer::kQwen2);
+  EXPECT_EQ(pre_tokenizer_from_name("qwen35")->rule, PreTokenizer::kQwen35);
+  EXPECT_EQ(pre_tokenizer_from_name("falcon")->rule, PreTokenizer::kFalcon);
+  EXPECT_EQ(pre_tokenizer_from_name("default")->rule, PreTokenizer::kDefault);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-llm")->rule, PreTokenizer::kDeepseekLlm);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-coder")->rule, PreTokenizer::kDeepseekCoder);
+  // The encoding defaults that come with a name, as llama.cpp sets them:
+  // only the Llama 3 family adds BOS and skips merges for whole-token words.
+  EXPECT_TRUE(pre_tokenizer_from_name("llama-bpe")->add_bos);
+  EXPECT_TRUE(pre_tokenizer_from_name("falcon3")->ignore_merges);
+  for (const char* name : {"gpt-2", "qwen2", "qwen35", "starcoder", "falcon", "deepseek-llm", "default"}) {
+    EXPECT_FALSE(pre_tokenizer_from_name(name)->add_bos) << name;
+    EXPECT_FALSE(pre_tokenizer_from_name(name)->ignore_merges) << name;
+  }
+  const Result<PreTokenizerInfo> bad = pre_tokenizer_from_name("deepseek-v3");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("unsupported pre-tokenizer 'deepseek-coder'"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("unsupported pre-tokenizer 'deepseek-v3'"), std::string::npos);
 }
 
 TEST(BpePreTokenizer, Gpt2Rule) {
@@ -140,12 +160,70 @@ TEST(BpePreTokenizer, Qwen2Rule) {
 
 TEST(BpePreTokenizer, DigitsThenGpt2Rule) {
   const auto k = PreTokenizer::kDigitsThenGpt2;
-  EXPECT_EQ(*pre_tokenizer_from_name("starcoder"), k);
+  EXPECT_EQ(pre_tokenizer_from_name("starcoder")->rule, k);
   // "a  " is split as a text of its own: its trailing run stays whole.
   EXPECT_EQ(split(k, "a  12 x"), (Words{"a", "  ", "1", "2", " x"}));
   EXPECT_EQ(split(k, "x1y"), (Words{"x", "1", "y"}));
   EXPECT_EQ(split(k, "42"), (Words{"4", "2"}));
   EXPECT_EQ(split(k, "I'm"), (Words{"I", "'m"}));
+}
+
+TEST(BpePreTokenizer, Qwen35MarksJoinLetters) {
+  const auto k = PreTokenizer::kQwen35;
+  // Elsewhere a mark is "other", which may lead a word of letters.
+  EXPECT_EQ(split(PreTokenizer::kQwen2, "e\xCC\x81x"), (Words{"e", "\xCC\x81x"}));
+  EXPECT_EQ(split(k, "e\xCC\x81x"), (Words{"e\xCC\x81x"}));  // combining acute (Mn)
+  // A space before a mark leads the word, as before a letter.
+  EXPECT_EQ(split(PreTokenizer::kQwen2, " \xCC\x81x"), (Words{" \xCC\x81", "x"}));
+  EXPECT_EQ(split(k, " \xCC\x81x"), (Words{" \xCC\x81x"}));
+  EXPECT_EQ(split(k, "x123 I'M"), (Words{"x", "1", "2", "3", " I", "'M"}));
+  EXPECT_EQ(split(k, "?\xCC\x81!"), (Words{"?\xCC\x81", "!"}));  // a mark is not punctuation
+}
+
+// The multi-regex rules: each pass cuts the words of the one before into its
+// matches and the unmatched stretches between them.
+TEST(BpePreTokenizer, FalconRule) {
+  const auto k = PreTokenizer::kFalcon;
+  EXPECT_EQ(split(k, "don't"), (Words{"don", "'", "t"}));  // punctuation goes first
+  EXPECT_EQ(split(k, "x 12345"), (Words{"x", " ", "123", "45"}));  // ASCII digits in threes
+  EXPECT_EQ(split(k, "a+=b`"), (Words{"a", "+=", "b", "`"}));
+  EXPECT_EQ(split(k, "x`!"), (Words{"x", "`!"}));
+  EXPECT_EQ(split(k, "\xD9\xA3\xD9\xA4\xD9\xA5\xD9\xA6"), (Words{"\xD9\xA3\xD9\xA4\xD9\xA5\xD9\xA6"}));  // not [0-9]
+}
+
+TEST(BpePreTokenizer, DefaultRule) {
+  const auto k = PreTokenizer::kDefault;
+  EXPECT_EQ(split(k, "x`!"), (Words{"x", "`", "!"}));  // no backtick in the first class
+  EXPECT_EQ(split(k, "1234567"), (Words{"123", "456", "7"}));
+  EXPECT_EQ(split(k, "Hello, world"), (Words{"Hello", ",", " world"}));
+}
+
+TEST(BpePreTokenizer, DeepseekCoderRule) {
+  const auto k = PreTokenizer::kDeepseekCoder;
+  EXPECT_EQ(split(k, "a\r\nb"), (Words{"a", "\r", "\n", "b"}));
+  EXPECT_EQ(split(k, " hello, world!!"), (Words{" hello", ",", " world", "!!"}));
+  EXPECT_EQ(split(k, "x  12"), (Words{"x", "  ", "1", "2"}));
+  EXPECT_EQ(split(k, "\xE4\xB8\xAD\xE6\x96\x87" "abc"), (Words{"\xE4\xB8\xAD\xE6\x96\x87", "abc"}));  // 中文abc: one \p{L} run, then the CJK pass
+  EXPECT_EQ(split(k, "a+b"), (Words{"a", "+", "b"}));  // + is a symbol: an unmatched stretch
+}
+
+TEST(BpePreTokenizer, DeepseekLlmRule) {
+  const auto k = PreTokenizer::kDeepseekLlm;
+  EXPECT_EQ(split(k, "Hello World"), (Words{"Hello", " World"}));
+  EXPECT_EQ(split(k, "abc!?"), (Words{"abc", "!?"}));
+  EXPECT_EQ(split(k, "a1 2"), (Words{"a", "1", " ", "2"}));
+  EXPECT_EQ(split(k, "x  "), (Words{"x", "  "}));
+  // Georgian Mkhedruli is not in its letter class, but in its CJK ranges.
+  EXPECT_EQ(split(k, "ab \xE1\x83\x90\xE1\x83\x91"), (Words{"ab", " ", "\xE1\x83\x90\xE1\x83\x91"}));
+  // U+3000 is whitespace to the regexes, never a member of [　-。] or of the
+  // CJK ranges: "。　。" would otherwise stay one word.
+  EXPECT_EQ(split(k, "\xE3\x80\x82\xE3\x80\x80\xE3\x80\x82"),
+            (Words{"\xE3\x80\x82", "\xE3\x80\x80", "\xE3\x80\x82"}));
+  EXPECT_EQ(split(k, "a\xE3\x80\x80" "b"), (Words{"a", "\xE3\x80\x80" "b"}));
+  // µ is a cased letter: a space joins the next one. ASCII letters are also
+  // in the marks class of the next pass, which cuts them off.
+  EXPECT_EQ(split(k, "\xC2\xB5 \xC2\xB5"), (Words{"\xC2\xB5", " \xC2\xB5"}));
+  EXPECT_EQ(split(k, "\xC2\xB5x"), (Words{"\xC2\xB5", "x"}));
 }
 
 }  // namespace

@@ -77,6 +77,32 @@ TEST(BpeSynthetic, MergesApplyInRankOrder) {
   EXPECT_EQ(tok->decode(tok->encode("abc abcab\n", false)), "abc abcab\n");
 }
 
+// add_bos_token decides; where the file does not say, the pre-tokenizer
+// does, as in llama.cpp: the Llama 3 family adds BOS, the others do not.
+TEST(BpeSynthetic, BosDefaultFollowsThePreTokenizer) {
+  auto add_bos = [](const std::string& pre, int file_says) {
+    Vocab v;
+    v.pre = pre;
+    GgufWriter w = v.writer();
+    w.set("tokenizer.ggml.bos_token_id", GgufValue::of_u32(kTool));
+    if (file_says >= 0) w.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(file_says == 1));
+    const auto tok = load_ok(w);
+    EXPECT_TRUE(tok) << pre;
+    if (!tok) return false;
+    // encode(add_bos=true) frames with BOS either way; the default is the flag.
+    EXPECT_EQ(tok->encode("ab", true).front(), kTool) << pre;
+    return tok->add_bos_default();
+  };
+  EXPECT_TRUE(add_bos("llama-bpe", -1));
+  EXPECT_TRUE(add_bos("falcon3", -1));
+  EXPECT_FALSE(add_bos("gpt-2", -1));
+  EXPECT_FALSE(add_bos("qwen2", -1));
+  EXPECT_FALSE(add_bos("deepseek-llm", -1));
+  EXPECT_FALSE(add_bos("", -1));  // no tokenizer.ggml.pre: llama.cpp's "default"
+  EXPECT_FALSE(add_bos("llama-bpe", 0));
+  EXPECT_TRUE(add_bos("gpt-2", 1));
+}
+
 TEST(BpeSynthetic, Llama3EmitsWholeWordTokens) {
   Vocab v;
   v.pre = "llama-bpe";
@@ -106,6 +132,18 @@ TEST(BpeSynthetic, AddedTokens) {
   ASSERT_TRUE(longer);
   EXPECT_EQ(longer->encode("<tool>x", false), (Ids{261}));
   EXPECT_EQ(longer->encode("<tool>", false), (Ids{kTool}));
+  // llama.cpp's order: the longest token takes its occurrences first, even
+  // one that starts after a shorter overlapping match ("<to" at 0).
+  Vocab w;
+  const auto to = static_cast<int32_t>(w.tokens.size()), tool = to + 1;
+  for (const char* t : {"<to", "tool!"}) {
+    w.tokens.push_back(t);
+    w.types.push_back(4);
+  }
+  const auto ordered = load_ok(w.writer());
+  ASSERT_TRUE(ordered);
+  EXPECT_EQ(ordered->encode("<tool!", false), (Ids{'<', tool}));
+  EXPECT_EQ(ordered->encode("<to<tool!", false), (Ids{to, '<', tool}));
 }
 
 TEST(BpeSynthetic, EndOfGenerationAndFlags) {
@@ -131,11 +169,11 @@ TEST(BpeSynthetic, EndOfGenerationAndFlags) {
   EXPECT_EQ(framed->encode("ab", true), (Ids{kTool, kAB, kEnd}));
   EXPECT_EQ(framed->encode("ab", false), (Ids{kAB}));
 
-  // Without tokenizer.ggml.pre, files from before the key are GPT-2's.
+  // Without tokenizer.ggml.pre, llama.cpp splits with its "default" rule.
   v.pre.clear();
   const auto old = load_ok(v.writer());
   ASSERT_TRUE(old);
-  EXPECT_EQ(static_cast<const BpeTokenizer&>(*old).pre_tokenizer(), PreTokenizer::kGpt2);
+  EXPECT_EQ(static_cast<const BpeTokenizer&>(*old).pre_tokenizer(), PreTokenizer::kDefault);
 }
 
 TEST(BpeSynthetic, BytesMissingFromTheVocabulary) {
@@ -187,9 +225,9 @@ TEST(BpeSynthetic, BadMetadataIsAClearError) {
   }
   {
     Vocab v;
-    v.pre = "falcon";
+    v.pre = "deepseek-v3";
     const std::string e = load_error(v.writer());
-    EXPECT_TRUE(contains(e, "unsupported pre-tokenizer 'falcon'")) << e;
+    EXPECT_TRUE(contains(e, "unsupported pre-tokenizer 'deepseek-v3'")) << e;
   }
   {
     Vocab v;

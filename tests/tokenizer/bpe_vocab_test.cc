@@ -1,6 +1,6 @@
-// Byte-level BPE against the test vectors that ship with real vocabularies:
-// llama.cpp's ggml-vocab-*.gguf.{inp,out}, tiktoken's r50k_base plans (GPT-2)
-// and llama3-tokenizer-js's cases (Llama 3).
+// Byte-level BPE on real vocabularies: tiktoken's r50k_base plans (GPT-2),
+// llama3-tokenizer-js's cases (Llama 3), metadata and special tokens.
+// llama.cpp's own vectors for every vocabulary are llama_cpp_vocab_test.cc's.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,7 +11,6 @@
 #include "core/utf8.h"
 #include "formats/gguf.h"
 #include "test_util.h"
-#include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/byte_unicode.h"
 
@@ -42,24 +41,6 @@ std::string show(const Ids& ids) {
   }
   return s;
 }
-
-void check_llama_cpp_vectors(const std::string& name) {
-  const auto tok = load(vocab_path(name));
-  ASSERT_TRUE(tok);
-  const auto vectors = testing::read_llama_cpp_vectors(vocab_path(name));
-  ASSERT_TRUE(vectors.ok()) << vectors.error().message;
-  for (size_t n = 0; n < vectors->size(); ++n) {
-    const testing::VocabVector& v = (*vectors)[n];
-    EXPECT_EQ(show(tok->encode(v.text, false)), show(v.ids)) << name << " string " << n << ": '" << v.text << "'";
-  }
-  EXPECT_GE(vectors->size(), 40u);
-}
-
-TEST(BpeVocab, Gpt2MatchesLlamaCppVectors) { check_llama_cpp_vectors("gpt-2"); }
-TEST(BpeVocab, Llama3MatchesLlamaCppVectors) { check_llama_cpp_vectors("llama-bpe"); }
-TEST(BpeVocab, Qwen2MatchesLlamaCppVectors) { check_llama_cpp_vectors("qwen2"); }
-TEST(BpeVocab, StarcoderMatchesLlamaCppVectors) { check_llama_cpp_vectors("starcoder"); }
-TEST(BpeVocab, RefactMatchesLlamaCppVectors) { check_llama_cpp_vectors("refact"); }
 
 // tiktoken's r50k_base is GPT-2's vocabulary; specials stay plain text.
 TEST(BpeVocab, Gpt2MatchesTiktokenPlans) {
@@ -115,8 +96,16 @@ TEST(BpeVocab, FileMetadata) {
   const auto llama3 = load(vocab_path("llama-bpe"));
   const auto qwen2 = load(vocab_path("qwen2"));
   ASSERT_TRUE(gpt2 && llama3 && qwen2);
-  // None of these files sets add_bos_token: no BOS by default.
+  // None of these files sets add_bos_token, so the pre-tokenizer decides, as
+  // in llama.cpp: Llama 3 adds BOS, GPT-2 and Qwen2 do not.
   EXPECT_FALSE(gpt2->add_bos_default());
+  EXPECT_TRUE(llama3->add_bos_default());
+  EXPECT_FALSE(qwen2->add_bos_default());
+  // DeepSeek's files say add_bos_token = true.
+  const auto deepseek = load(vocab_path("deepseek-llm"));
+  ASSERT_TRUE(deepseek);
+  EXPECT_TRUE(deepseek->add_bos_default());
+  EXPECT_EQ(deepseek->encode("Hi", deepseek->add_bos_default()).front(), 100000);
   EXPECT_FALSE(llama3->strips_leading_space());
   EXPECT_EQ(gpt2->bos_id(), 50256);
   EXPECT_EQ(llama3->encode("Hi", true), (Ids{128000, 13347}));
@@ -149,6 +138,43 @@ TEST(BpeVocab, SpecialTokensOnlyWhenAsked) {
   // User-defined (non-control) added tokens are always matched, as in HF.
   EXPECT_EQ(show(qwen->encode("a[PAD151700]", false, false)), show(Ids{64, 151700}));
   EXPECT_EQ(qwen->decode_piece(151700), "[PAD151700]");
+}
+
+// The id of the token whose text is `text`; -1 if none.
+int32_t id_of(const Tokenizer& tok, const std::string& text) {
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (tok.token_text(id) == text) return id;
+  }
+  return -1;
+}
+
+// User-defined tokens (token_type 4) are cut out of the raw text before the
+// pre-tokenizer and BPE see it, with or without parse_special, as llama.cpp
+// does: MPT's runs of spaces, DeepSeek Coder's chat markers.
+TEST(BpeVocab, UserDefinedTokensAreMatchedBeforeBpe) {
+  const auto mpt = load(vocab_path("mpt"));
+  ASSERT_TRUE(mpt);
+  const int32_t spaces24 = id_of(*mpt, std::string(24, ' ')), spaces6 = id_of(*mpt, std::string(6, ' '));
+  ASSERT_GE(spaces24, 0);
+  ASSERT_GE(spaces6, 0);
+  EXPECT_EQ(mpt->token_type(spaces24), TokenType::kUserDefined);
+  // 30 spaces: the longest run token, then the rest as one token.
+  const std::string text = "a" + std::string(30, ' ') + "b";
+  for (bool parse_special : {false, true}) {
+    EXPECT_EQ(show(mpt->encode(text, false, parse_special)),
+              show(Ids{id_of(*mpt, "a"), spaces24, spaces6, id_of(*mpt, "b")}));
+  }
+  EXPECT_EQ(mpt->decode(mpt->encode(text, false)), text);
+
+  const auto coder = load(vocab_path("deepseek-coder"));
+  ASSERT_TRUE(coder);
+  const int32_t user = id_of(*coder, "<|User|>");
+  ASSERT_GE(user, 0);
+  EXPECT_EQ(coder->token_type(user), TokenType::kUserDefined);
+  const Ids ids = coder->encode("x<|User|>y", false, false);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1], user);
+  EXPECT_EQ(coder->decode(ids), "x<|User|>y");
 }
 
 TEST(BpeVocab, DecodePieceGivesRawBytes) {
@@ -196,15 +222,6 @@ TEST(BpeVocab, RandomBytesRoundTrip) {
       EXPECT_EQ(tok->decode(tok->encode(s, false)), want) << name;
     }
   }
-}
-
-TEST(BpeVocab, UnsupportedPreTokenizerIsAClearError) {
-  Result<GgufFile> file = GgufFile::open(vocab_path("deepseek-llm"));
-  ASSERT_TRUE(file.ok());
-  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*file);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_NE(tok.error().message.find("unsupported pre-tokenizer 'deepseek-llm'"), std::string::npos)
-      << tok.error().message;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// The real chat templates of Llama 2, Llama 3, Mistral, Qwen2 (ChatML), Gemma
-// and Phi-3 give byte-identical prompts to the published formats, with and
-// without a system message and a generation prompt; the built-ins match the
-// templates shipped in real model files.
+// The real chat templates of Llama 2, Llama 3, Mistral, Qwen2 (ChatML), Qwen3,
+// Gemma, Gemma 3 and Phi-3 give byte-identical prompts to the published
+// formats, with and without a system message and a generation prompt, and
+// Qwen3's with tools, tool calls and thinking; the built-ins match the
+// templates shipped in real model files. (tests/reference/test_chat_template.py
+// renders the same templates with Python's Jinja2 on many more conversations.)
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +13,7 @@
 #include "test_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/chat_templates_builtin.h"
+#include "tokenizer/jinja/json_value.h"
 
 namespace duet {
 namespace {
@@ -117,9 +120,20 @@ TEST(ChatTemplate, Phi3) {
   EXPECT_EQ(apply(t, with_system(), true), plain);  // this Phi-3 template drops system messages
 }
 
+// Phi-3.5 keeps a non-empty system message as its own turn; without a
+// generation prompt the text ends with EOS.
+TEST(ChatTemplate, Phi35) {
+  const ChatTemplate t = builtin("phi3.5", "<s>", "<|endoftext|>");
+  const std::string turns =
+      "<|user|>\nHello<|end|>\n<|assistant|>\n Hi there <|end|>\n<|user|>\nWho are you?<|end|>\n";
+  EXPECT_EQ(apply(t, with_system(), true), "<|system|>\nYou are terse.<|end|>\n" + turns + "<|assistant|>\n");
+  EXPECT_EQ(apply(t, kChat, false), turns + "<|endoftext|>");
+  EXPECT_EQ(apply(t, {{"system", ""}, {"user", "Hello"}}, true), "<|user|>\nHello<|end|>\n<|assistant|>\n");
+}
+
 TEST(ChatTemplate, UnknownBuiltinAndBadTemplate) {
   EXPECT_FALSE(builtin_chat_template("vicuna").has_value());
-  EXPECT_EQ(builtin_chat_template_names().size(), 6u);
+  EXPECT_EQ(builtin_chat_template_names().size(), 9u);
   auto bad = ChatTemplate::parse("{% for m in messages %}{% filter upper %}x{% endfilter %}{% endfor %}", "", "");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "chat template: unsupported template tag '{% filter %}' at line 1:24");
@@ -143,6 +157,7 @@ std::string config_template(const std::string& dir) {
 TEST(ChatTemplate, BuiltinsMatchRealModelFiles) {
   EXPECT_EQ(gguf_template("ggml-vocab-qwen2.gguf"), *builtin_chat_template("chatml"));
   EXPECT_EQ(gguf_template("ggml-vocab-phi-3.gguf"), *builtin_chat_template("phi3"));
+  EXPECT_EQ(config_template("qwen3"), *builtin_chat_template("qwen3"));
 }
 
 // Meta's Llama 3 base-model tokenizer_config always ends with the assistant
@@ -173,6 +188,80 @@ TEST(ChatTemplate, Qwen3ConfigTemplate) {
   const std::vector<ChatMessage> last = {{"user", "Hello"}, {"assistant", "<think>\nhmm\n</think>\n\nHi"}};
   EXPECT_EQ(apply(*t, last, false),
             "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\nhmm\n</think>\n\nHi<|im_end|>\n");
+}
+
+// Gemma 3 folds a system message into the first user turn, followed by a
+// blank line; without one it renders as Gemma's template does.
+TEST(ChatTemplate, Gemma3FoldsTheSystemPrompt) {
+  const ChatTemplate t = builtin("gemma3", "<bos>", "<eos>");
+  const std::string rest =
+      "Hello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n"
+      "<start_of_turn>user\nWho are you?<end_of_turn>\n";
+  EXPECT_EQ(apply(t, with_system(), true),
+            "<bos><start_of_turn>user\nYou are terse.\n\n" + rest + "<start_of_turn>model\n");
+  EXPECT_EQ(apply(t, kChat, false), "<bos><start_of_turn>user\n" + rest);
+  EXPECT_EQ(apply(t, kChat, true), apply(builtin("gemma", "<bos>", "<eos>"), kChat, true));
+  EXPECT_EQ(apply_error(t, {{"user", "a"}, {"user", "b"}}),
+            "chat template: template error: Conversation roles must alternate user/assistant/user/assistant/...");
+}
+
+ChatInput chat_input(const char* json_text) {
+  const auto j = nlohmann::ordered_json::parse(json_text);
+  ChatInput in;
+  in.messages = jinja::value_from_json(j.at("messages"));
+  if (j.contains("tools")) in.tools = jinja::value_from_json(j.at("tools"));
+  if (j.contains("enable_thinking")) in.variables.set("enable_thinking", jinja::value_from_json(j.at("enable_thinking")));
+  in.add_generation_prompt = true;
+  return in;
+}
+
+std::string render(const ChatTemplate& t, const ChatInput& in) {
+  auto r = t.render(in);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : "<error>";
+}
+
+// Qwen3: enable_thinking=false opens the reply with an empty <think> block;
+// unset or true leaves the reply open.
+TEST(ChatTemplate, Qwen3EnableThinking) {
+  const ChatTemplate t = builtin("qwen3", "", "<|im_end|>");
+  const std::string prompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_EQ(render(t, chat_input(R"({"messages": [{"role": "user", "content": "Hi"}]})")), prompt);
+  EXPECT_EQ(render(t, chat_input(R"({"messages": [{"role": "user", "content": "Hi"}], "enable_thinking": true})")),
+            prompt);
+  EXPECT_EQ(render(t, chat_input(R"({"messages": [{"role": "user", "content": "Hi"}], "enable_thinking": false})")),
+            prompt + "<think>\n\n</think>\n\n");
+}
+
+// Qwen3 with tools: their schemas in the system turn, the assistant's calls
+// as <tool_call> JSON (dict arguments printed as JSON, string arguments as
+// given), consecutive tool results in one user turn; the thinking of the
+// turn after the last real user query is kept, reasoning_content included.
+TEST(ChatTemplate, Qwen3Tools) {
+  const ChatTemplate t = builtin("qwen3", "", "<|im_end|>");
+  const ChatInput in = chat_input(R"({
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": [true, null]}}}],
+    "messages": [
+      {"role": "system", "content": "Be terse."},
+      {"role": "user", "content": "Go"},
+      {"role": "assistant", "content": "", "reasoning_content": "Call f.",
+       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": "é"}}},
+                      {"name": "f", "arguments": "{\"x\": 2}"}]},
+      {"role": "tool", "content": "1"},
+      {"role": "tool", "content": "2"}]})");
+  EXPECT_EQ(render(t, in),
+            "<|im_start|>system\nBe terse.\n\n# Tools\n\nYou may call one or more functions to assist with the user "
+            "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+            "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"b\": 1, \"a\": [true, null]}}}\n"
+            "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+            "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+            "<args-json-object>}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\nGo<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nCall f.\n</think>\n\n"
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"é\"}}\n</tool_call>\n"
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 2}}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\n1\n</tool_response>\n<tool_response>\n2\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\n");
 }
 
 }  // namespace

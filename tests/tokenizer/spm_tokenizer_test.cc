@@ -10,7 +10,6 @@
 
 #include "formats/gguf.h"
 #include "test_util.h"
-#include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/tokenizer.h"
 #include "core/utf8.h"
 
@@ -48,19 +47,6 @@ TEST(SpmTokenizer, LoadsLlamaVocab) {
   EXPECT_EQ(t.token_type(13), TokenType::kByte);
   EXPECT_TRUE(t.is_end_of_generation(2));
   EXPECT_FALSE(t.is_end_of_generation(1));
-}
-
-// llama.cpp's test-tokenizer-0 vectors: every string must give exactly the
-// listed ids (no BOS).
-TEST(SpmTokenizer, LlamaCppVectors) {
-  const auto vectors =
-      testing::read_llama_cpp_vectors(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
-  ASSERT_TRUE(vectors.ok()) << vectors.error().message;
-  ASSERT_GT(vectors->size(), 30u);
-  for (size_t i = 0; i < vectors->size(); ++i) {
-    const testing::VocabVector& v = (*vectors)[i];
-    EXPECT_EQ(llama().encode(v.text, false), v.ids) << "string " << i << ": '" << v.text << "'";
-  }
 }
 
 // llama-tokenizer-js's cases: encode with BOS, and decode with/without the
@@ -246,6 +232,9 @@ TEST(SpmTokenizer, UserDefinedTokensAreAlwaysMatched) {
   EXPECT_EQ(t->encode("a<b>c", false), (Ids{9, 10, 3, 6}));
   EXPECT_EQ(t->encode("<s>", false, false), (Ids{3, 0}));
   EXPECT_EQ(t->encode("<s>", false, true), (Ids{1}));
+  // The unknown token's text is special too (llama.cpp matches it with
+  // parse_special); a dummy-prefix space follows it, as after any special.
+  EXPECT_EQ(t->encode("<unk>a", false, true), (Ids{0, 9}));
 }
 
 // Ties in score go to the leftmost pair: "aaa" merges its first two.
@@ -289,6 +278,17 @@ TEST(SpmTokenizer, MinimalVocabLoads) {
   auto t = Tokenizer::from_gguf(*f);
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ((*t)->encode("a", true), (Ids{1, 0, 3}));  // no '▁' piece: UNK, then 'a'
+  // SentencePiece vocabularies add BOS unless the file says otherwise (llama.cpp).
+  EXPECT_TRUE((*t)->add_bos_default());
+  GgufWriter no_bos = minimal();
+  no_bos.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(false));
+  const std::string no_bos_path = dir.file("no_bos.gguf");
+  ASSERT_TRUE(no_bos.write(no_bos_path).ok());
+  auto g = GgufFile::open(no_bos_path);
+  ASSERT_TRUE(g.ok());
+  auto u = Tokenizer::from_gguf(*g);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_FALSE((*u)->add_bos_default());
 }
 
 TEST(SpmTokenizer, RejectsBadVocabularies) {
