@@ -29,7 +29,11 @@ struct Pair {
 };
 constexpr Pair kPairs[] = {{DType::Q8_0, DType::Q8_0}, {DType::Q4_0, DType::Q8_0},
                            {DType::Q4_1, DType::Q8_1}, {DType::Q4_K, DType::Q8_K},
-                           {DType::Q5_K, DType::Q8_K}, {DType::Q6_K, DType::Q8_K}};
+                           {DType::Q5_K, DType::Q8_K}, {DType::Q6_K, DType::Q8_K},
+                           {DType::Q5_0, DType::Q8_0}, {DType::Q5_1, DType::Q8_1},
+                           {DType::IQ4_NL, DType::Q8_0}, {DType::Q2_K, DType::Q8_K},
+                           {DType::Q3_K, DType::Q8_K}, {DType::IQ4_XS, DType::Q8_K},
+                           {DType::TQ1_0, DType::Q8_K}, {DType::TQ2_0, DType::Q8_K}};
 
 using testing::runnable_levels;
 
@@ -77,8 +81,16 @@ Bytes random_weights(DType t, int nb, Rng& rng, bool exact) {
     uint8_t* blk = row.data() + i * bb;
     switch (t) {
       case DType::Q8_0:
-      case DType::Q4_0: put_f16(blk, exact ? unit : rng.f16_scale(true)); break;
+      case DType::Q4_0:
+      case DType::Q5_0:
+      case DType::IQ4_NL: put_f16(blk, exact ? unit : rng.f16_scale(true)); break;
+      case DType::IQ4_XS:
+        put_f16(blk, exact ? unit : rng.f16_scale(true));
+        // Sub-block scales 0..15 (high bits 2, less 32) keep exact sums small.
+        if (exact) put_f16(blk + 2, static_cast<uint16_t>(0xAAAA));
+        break;
       case DType::Q4_1:
+      case DType::Q5_1:
         put_f16(blk, exact ? unit : rng.f16_scale(true));
         put_f16(blk + 2, exact ? rng.uniform(-64, 64) * kExactUnit : rng.uniform(-2.f, 2.f));
         break;
@@ -88,6 +100,13 @@ Bytes random_weights(DType t, int nb, Rng& rng, bool exact) {
         put_f16(blk + 2, exact ? unit : rng.f16_scale(false));
         break;
       case DType::Q6_K: put_f16(blk + 208, exact ? unit : rng.f16_scale(true)); break;
+      case DType::Q2_K:  // d, dmin >= 0 as quantizers write them
+        put_f16(blk + 80, exact ? unit : rng.f16_scale(false));
+        put_f16(blk + 82, exact ? unit : rng.f16_scale(false));
+        break;
+      case DType::Q3_K: put_f16(blk + 108, exact ? unit : rng.f16_scale(true)); break;
+      case DType::TQ1_0: put_f16(blk + 52, exact ? unit : rng.f16_scale(true)); break;
+      case DType::TQ2_0: put_f16(blk + 64, exact ? unit : rng.f16_scale(true)); break;
       default: ADD_FAILURE() << "no weights of " << dtype_name(t);
     }
   }
@@ -149,12 +168,15 @@ double magnitude(DType t, Bytes w, const Bytes& x, DType xt, int64_t k) {
     auto set_sign = [](uint8_t* p, bool negative) {
       p[1] = static_cast<uint8_t>(negative ? (p[1] | 0x80) : (p[1] & 0x7F));
     };
-    if (t == DType::Q4_1) {  // q*|d| + |m|
+    if (t == DType::Q4_1 || t == DType::Q5_1) {  // q*|d| + |m|
       set_sign(blk, false);
       set_sign(blk + 2, false);
     } else if (t == DType::Q4_K || t == DType::Q5_K) {  // |d|*sc*q + |dmin|*m
       set_sign(blk, false);
       set_sign(blk + 2, true);
+    } else if (t == DType::Q2_K) {
+      set_sign(blk + 80, false);
+      set_sign(blk + 82, true);
     }
   }
   const std::vector<float> wf = dequant(t, w, k), xf = dequant(xt, x, k);
@@ -163,17 +185,19 @@ double magnitude(DType t, Bytes w, const Bytes& x, DType xt, int64_t k) {
   return m;
 }
 
-// Q8_1 carries s = d * sum(q) rounded to f16, which Q4_1's dot product uses
-// for the min term: off from the dequantized sum by up to 2^-11 of |m * s|.
-double q8_1_sum_slack(DType act, const Bytes& w, const Bytes& x) {
+// Q8_1 carries s = d * sum(q) rounded to f16, which the dot products of
+// Q4_1 and Q5_1 use for the min term: off from the dequantized sum by up to
+// 2^-11 of |m * s|. Both weight blocks hold m at byte 2.
+double q8_1_sum_slack(DType t, DType act, const Bytes& w, const Bytes& x) {
   if (act != DType::Q8_1) return 0;
+  const size_t wb = traits(t).block_bytes;
   double slack = 0;
-  for (size_t b = 0; b < w.size() / sizeof(BlockQ4_1); ++b) {
-    BlockQ4_1 wb;
+  for (size_t b = 0; b < w.size() / wb; ++b) {
+    uint16_t m;
     BlockQ8_1 xb;
-    std::memcpy(&wb, w.data() + b * sizeof wb, sizeof wb);
+    std::memcpy(&m, w.data() + b * wb + 2, 2);
     std::memcpy(&xb, x.data() + b * sizeof xb, sizeof xb);
-    slack += std::fabs(static_cast<double>(f16_to_f32(wb.m)) * f16_to_f32(xb.s)) / 2048;
+    slack += std::fabs(static_cast<double>(f16_to_f32(m)) * f16_to_f32(xb.s)) / 2048;
   }
   return slack;
 }
@@ -196,7 +220,7 @@ TEST(QuantKernels, TablesCoverTheQuantizedTypes) {
       EXPECT_TRUE(tk->from_float && tk->vec_dot && tk->to_float);
     }
   }
-  EXPECT_EQ(kernels_at(CpuLevel::kScalar).type(DType::Q2_K), nullptr);
+  EXPECT_EQ(kernels_at(CpuLevel::kScalar).type(DType::IQ3_S), nullptr);
 }
 
 // Float results: the scalar kernel and each SIMD one compute the same exact
@@ -217,7 +241,7 @@ TEST(QuantKernels, VecDotMatchesScalarOnRandomBlocks) {
       const double tol = 1e-6 * mag + 1e-30;
       ASSERT_TRUE(std::isfinite(want) && std::isfinite(mag));
       // The scalar kernel itself agrees with dequantize-then-multiply.
-      ASSERT_NEAR(want, dequant_dot(p.w, w, p.act, x, k), tol + q8_1_sum_slack(p.act, w, x))
+      ASSERT_NEAR(want, dequant_dot(p.w, w, p.act, x, k), tol + q8_1_sum_slack(p.w, p.act, w, x))
           << dtype_name(p.w) << " trial " << trial;
       for (CpuLevel level : runnable_levels()) {
         const float got = kernels_at(level).type(p.w)->vec_dot(k, w.data(), x.data());
