@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "formats/gguf.h"
+#include "formats/type_mix.h"
 #include "kernels/registry.h"
 
 namespace duet::cli {
@@ -73,11 +74,27 @@ std::string format_shape(const TensorView& t) {
   return s;
 }
 
+// Tensors and bytes per element type, most bytes first: what a quant mix
+// such as Q4_K_M is made of.
+void print_type_mix(const GgufFile& f) {
+  const std::vector<TypeShare> mix = type_mix(f.tensors());
+  uint64_t total = 0;
+  for (const TypeShare& s : mix) total += s.bytes;
+  std::printf("type mix:\n");
+  for (const TypeShare& s : mix)
+    std::printf("  %-6s  %5lld tensors  %12llu bytes  %5.1f%%\n", std::string(dtype_name(s.type)).c_str(),
+                static_cast<long long>(s.tensors), static_cast<unsigned long long>(s.bytes),
+                total ? 100.0 * static_cast<double>(s.bytes) / static_cast<double>(total) : 0.0);
+}
+
 void print_file(const GgufFile& f) {
   std::printf("file: %s\n", f.path().c_str());
   std::printf("GGUF version: %u\n", f.version());
   std::printf("alignment: %zu\n", f.alignment());
   std::printf("size: %zu bytes, data section at offset %zu\n", f.file_size(), f.data_offset());
+  const GgufValue* arch = f.find("general.architecture");
+  std::printf("architecture: %s\n", arch && arch->type == GgufType::STRING ? arch->str.c_str() : "(not given)");
+  print_type_mix(f);
 
   std::printf("\nmetadata (%zu keys):\n", f.keys().size());
   for (const std::string& key : f.keys()) {

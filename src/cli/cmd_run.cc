@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
+#include "formats/type_mix.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::cli {
@@ -94,6 +95,9 @@ int run(RunOptions o) {
 
   auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
   if (!model) return fail(model.error());
+  // What is running: the architecture and the quant mix, not just the file name.
+  std::fprintf(stderr, "model: %s, %s\n", (*model)->config().arch.c_str(),
+               format_type_mix(type_mix((*model)->file().tensors())).c_str());
   const Tokenizer& tok = (*model)->tokenizer();
 
   RunStats stats;
