@@ -15,6 +15,6 @@ struct Ops {
 
 }  // namespace
 
-DUET_MIX_DEFINE_DOTS(Ops)
+DUET_MIX_DEFINE_DOTS
 
 }  // namespace duet::mix_avx512

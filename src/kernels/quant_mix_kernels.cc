@@ -148,46 +148,49 @@ float vec_dot_tq2_0_q8_K(int64_t k, const void* vw, const void* vx) {
 
 namespace {
 
-// The activation quantizers of a level and its dot products, by type.
-struct MixLevelFns {
-  void (*q8_0)(const float*, void*, int64_t);
-  void (*q8_1)(const float*, void*, int64_t);
-  void (*q8_K)(const float*, void*, int64_t);
-  float (*q5_0)(int64_t, const void*, const void*);
-  float (*q5_1)(int64_t, const void*, const void*);
-  float (*iq4_nl)(int64_t, const void*, const void*);
-  float (*q2_K)(int64_t, const void*, const void*);
-  float (*q3_K)(int64_t, const void*, const void*);
-  float (*iq4_xs)(int64_t, const void*, const void*);
-  float (*tq1_0)(int64_t, const void*, const void*);
-  float (*tq2_0)(int64_t, const void*, const void*);
+// A type's kernels at one level: its activation format and converter, its
+// dot, and its blocked dot (nullptr at the scalar level).
+struct Fns {
+  DType act;
+  void (*from_float)(const float*, void*, int64_t);
+  float (*dot)(int64_t, const void*, const void*);
+  DotBlockFn block;
 };
 
-constexpr MixTypeKernels make(const MixLevelFns& f) {
-  return {{DType::Q8_0, f.q8_0, f.q5_0, dequantize_row_q5_0},
-          {DType::Q8_1, f.q8_1, f.q5_1, dequantize_row_q5_1},
-          {DType::Q8_0, f.q8_0, f.iq4_nl, dequantize_row_iq4_nl},
-          {DType::Q8_K, f.q8_K, f.q2_K, dequantize_row_q2_K},
-          {DType::Q8_K, f.q8_K, f.q3_K, dequantize_row_q3_K},
-          {DType::Q8_K, f.q8_K, f.iq4_xs, dequantize_row_iq4_xs},
-          {DType::Q8_K, f.q8_K, f.tq1_0, dequantize_row_tq1_0},
-          {DType::Q8_K, f.q8_K, f.tq2_0, dequantize_row_tq2_0}};
+constexpr TypeKernels kernels_of(const Fns& f, void (*to_float)(const void*, float*, int64_t)) {
+  return {f.act, f.from_float, f.dot, to_float, f.block};
 }
 
-#define DUET_MIX_LEVEL(ns, q8_0, q8_1, q8_K)                                                                  \
-  make({q8_0, q8_1, q8_K, ns::vec_dot_q5_0_q8_0, ns::vec_dot_q5_1_q8_1, ns::vec_dot_iq4_nl_q8_0,             \
-        ns::vec_dot_q2_K_q8_K, ns::vec_dot_q3_K_q8_K, ns::vec_dot_iq4_xs_q8_K, ns::vec_dot_tq1_0_q8_K, \
-        ns::vec_dot_tq2_0_q8_K})
+// The kernels of every mix type at a level, from the level's namespace ns
+// (block: ns::dot_block_ or nullptr) and its activation quantizers.
+#define DUET_MIX_LEVEL(ns, block, q8_0, q8_1, q8_K)                                                   \
+  MixTypeKernels {                                                                                   \
+    kernels_of({DType::Q8_0, q8_0, ns::vec_dot_q5_0_q8_0, block(q5_0_q8_0)}, dequantize_row_q5_0),     \
+        kernels_of({DType::Q8_1, q8_1, ns::vec_dot_q5_1_q8_1, block(q5_1_q8_1)}, dequantize_row_q5_1), \
+        kernels_of({DType::Q8_0, q8_0, ns::vec_dot_iq4_nl_q8_0, block(iq4_nl_q8_0)}, dequantize_row_iq4_nl), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_q2_K_q8_K, block(q2_K_q8_K)}, dequantize_row_q2_K), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_q3_K_q8_K, block(q3_K_q8_K)}, dequantize_row_q3_K), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_iq4_xs_q8_K, block(iq4_xs_q8_K)}, dequantize_row_iq4_xs), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_tq1_0_q8_K, block(tq1_0_q8_K)}, dequantize_row_tq1_0), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_tq2_0_q8_K, block(tq2_0_q8_K)}, dequantize_row_tq2_0), \
+  }
+#define DUET_NO_BLOCK(name) nullptr
+#define DUET_AVX2_BLOCK(name) mix_avx2::dot_block_##name
+#define DUET_AVX512_BLOCK(name) mix_avx512::dot_block_##name
 
 }  // namespace
 
-constexpr MixTypeKernels kMixScalar = DUET_MIX_LEVEL(mix_scalar, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_K);
+constexpr MixTypeKernels kMixScalar =
+    DUET_MIX_LEVEL(mix_scalar, DUET_NO_BLOCK, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_K);
 // The activation quantizers are AVX2's at both SIMD levels, as for the other types.
-constexpr MixTypeKernels kMixAvx2 = DUET_MIX_LEVEL(mix_avx2, quant_avx2::quantize_row_q8_0,
+constexpr MixTypeKernels kMixAvx2 = DUET_MIX_LEVEL(mix_avx2, DUET_AVX2_BLOCK, quant_avx2::quantize_row_q8_0,
                                                    quant_avx2::quantize_row_q8_1, quant_avx2::quantize_row_q8_K);
-constexpr MixTypeKernels kMixAvx512 = DUET_MIX_LEVEL(mix_avx512, quant_avx2::quantize_row_q8_0,
+constexpr MixTypeKernels kMixAvx512 = DUET_MIX_LEVEL(mix_avx512, DUET_AVX512_BLOCK, quant_avx2::quantize_row_q8_0,
                                                      quant_avx2::quantize_row_q8_1, quant_avx2::quantize_row_q8_K);
 
 #undef DUET_MIX_LEVEL
+#undef DUET_NO_BLOCK
+#undef DUET_AVX2_BLOCK
+#undef DUET_AVX512_BLOCK
 
 }  // namespace duet

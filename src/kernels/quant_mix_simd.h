@@ -14,6 +14,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -72,148 +73,197 @@ inline int bsum_dot(__m256i scale16, const int16_t* bsums) {
   return hsum256(_mm256_madd_epi16(scale16, load256(bsums)));
 }
 
-// nb 32-element blocks in two independent FMA chains; block(b, acc) adds
-// block b into acc.
-template <class Block>
-inline float two_chains(int64_t nb, Block block) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    acc0 = block(b, acc0);
-    acc1 = block(b + 1, acc1);
-  }
-  if (b < nb) acc0 = block(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
-}
+// ---- Weight kinds -------------------------------------------------------------
+//
+// Each kind decodes one weight block (decode), once for every token that
+// meets it, and takes its dot with one activation block (dot: exact integers
+// times the block's scales). rows<> below runs them over a row and up to
+// kToks tokens; the single-token dot product is the same code with one token,
+// so a token gets the same bits in decode as in a batch.
 
-template <class Ops>
-float q5_0_q8_0(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ5_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  const __m256i zero = _mm256_setzero_si256(), sixteen = _mm256_set1_epi8(16);
-  return two_chains(k / kQK32, [&](int64_t b, __m256 acc) {
-    const __m256i q = _mm256_or_si256(unpack_nibbles(load128(w[b].qs)), fifth_bits(w[b].qh));
-    const __m256i xq = load256(x[b].qs);
+// The 32-element kinds: dot gives int32 lanes, which meet d_w * d_x in an
+// FMA; extra (Q5_1's m * s) is summed apart, in block order.
+struct Q5_0Kind {
+  using W = BlockQ5_0;
+  using X = BlockQ8_0;
+  struct Decoded {
+    __m256i q;  // levels 0..31
+    float d;
+  };
+  static Decoded decode(const W& w) {
+    return {_mm256_or_si256(unpack_nibbles(load128(w.qs)), fifth_bits(w.qh)), f16(w.d)};
+  }
+  template <class Ops>
+  static __m256i dot(const Decoded& w, const X& x) {
+    const __m256i xq = load256(x.qs), zero = _mm256_setzero_si256();
     // (q - 16) * x = q*x - 16*x.
-    const __m256i s = _mm256_sub_epi32(Ops::dot(zero, q, xq), Ops::dot(zero, sixteen, xq));
-    return _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(s), acc);
-  });
-}
+    return _mm256_sub_epi32(Ops::dot(zero, w.q, xq), Ops::dot(zero, _mm256_set1_epi8(16), xq));
+  }
+  static float extra(const W&, const X&) { return 0.f; }
+};
 
-template <class Ops>
-float q5_1_q8_1(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ5_1*>(vw);
-  const auto* x = static_cast<const BlockQ8_1*>(vx);
-  float offsets = 0.f;  // sum m * s, in block order
-  const float dots = two_chains(k / kQK32, [&](int64_t b, __m256 acc) {
-    const __m256i q = _mm256_or_si256(unpack_nibbles(load128(w[b].qs)), fifth_bits(w[b].qh));
-    const __m256i s = Ops::dot(_mm256_setzero_si256(), q, load256(x[b].qs));
-    return _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(s), acc);
-  });
-  for (int64_t b = 0; b < k / kQK32; ++b) offsets += f16(w[b].m) * f16(x[b].s);
-  return dots + offsets;
-}
+struct Q5_1Kind {
+  using W = BlockQ5_1;
+  using X = BlockQ8_1;
+  using Decoded = Q5_0Kind::Decoded;
+  static Decoded decode(const W& w) {
+    return {_mm256_or_si256(unpack_nibbles(load128(w.qs)), fifth_bits(w.qh)), f16(w.d)};
+  }
+  template <class Ops>
+  static __m256i dot(const Decoded& w, const X& x) {
+    return Ops::dot(_mm256_setzero_si256(), w.q, load256(x.qs));
+  }
+  // sum (q*d + m) * xq * dx = d*dx*isum + m * s, where s = dx * sum(xq).
+  static float extra(const W& w, const X& x) { return f16(w.m) * f16(x.s); }
+};
 
-template <class Ops>
-float iq4_nl_q8_0(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockIQ4_NL*>(vw);
-  const auto* x = static_cast<const BlockQ8_0*>(vx);
-  return two_chains(k / kQK32, [&](int64_t b, __m256 acc) {
-    const __m256i q = iq4_levels(w[b].qs);
-    const __m256i s = Ops::dot(_mm256_setzero_si256(), _mm256_abs_epi8(q), _mm256_sign_epi8(load256(x[b].qs), q));
-    return _mm256_fmadd_ps(_mm256_set1_ps(f16(w[b].d) * f16(x[b].d)), _mm256_cvtepi32_ps(s), acc);
-  });
-}
+struct IQ4_NLKind {
+  using W = BlockIQ4_NL;
+  using X = BlockQ8_0;
+  struct Decoded {
+    __m256i q;  // signed levels
+    float d;
+  };
+  static Decoded decode(const W& w) { return {iq4_levels(w.qs), f16(w.d)}; }
+  template <class Ops>
+  static __m256i dot(const Decoded& w, const X& x) {
+    return Ops::dot(_mm256_setzero_si256(), _mm256_abs_epi8(w.q), _mm256_sign_epi8(load256(x.qs), w.q));
+  }
+  static float extra(const W&, const X&) { return 0.f; }
+};
 
-template <class Ops>
-float iq4_xs_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockIQ4_XS*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  float sum = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+// The 256-element kinds: dot gives the block's float contribution.
+struct IQ4_XSKind {
+  using W = BlockIQ4_XS;
+  struct Decoded {
+    __m256i q[8];  // signed levels of the 8 sub-blocks
+    int16_t scale[8];
+    float d;
+  };
+  static Decoded decode(const W& w) {
+    Decoded r;
     for (int j = 0; j < 8; ++j) {
-      const __m256i p = pairs_signed(iq4_levels(w[b].qs + 16 * j), load256(x[b].qs + 32 * j));
-      isum[j & 1] = Ops::madd(isum[j & 1], p, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(w[b], j))));
+      r.q[j] = iq4_levels(w.qs + 16 * j);
+      r.scale[j] = static_cast<int16_t>(iq4_xs_scale(w, j));
     }
-    sum += x[b].d * f16(w[b].d) * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])));
+    r.d = f16(w.d);
+    return r;
   }
-  return sum;
-}
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < 8; ++j)
+      isum[j & 1] = Ops::madd(isum[j & 1], pairs_signed(w.q[j], load256(x.qs + 32 * j)), _mm256_set1_epi16(w.scale[j]));
+    return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])));
+  }
+};
 
-template <class Ops>
-float q2_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ2_K*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  float sum = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const uint8_t* sc = w[b].scales;
-    __m256i isum = _mm256_setzero_si256();
+struct Q2_KKind {
+  using W = BlockQ2_K;
+  struct Decoded {
+    __m256i q[8];  // q[4h + s]: the levels of elements 128h + 32s .. + 31
+    __m256i mins;  // 16 int16
+    uint8_t scale[16];
+    float d, dmin;
+  };
+  static Decoded decode(const W& w) {
+    Decoded r;
     for (int h = 0; h < 2; ++h) {
-      const __m256i q = load256(w[b].qs + 32 * h);
+      const __m256i q = load256(w.qs + 32 * h);
+      for (int s = 0; s < 4; ++s) r.q[4 * h + s] = two_bits(q, s);
+    }
+    const __m128i sc = load128(w.scales);
+    r.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0F)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(r.scale), _mm_and_si128(sc, _mm_set1_epi8(0x0F)));
+    r.d = f16(w.d);
+    r.dmin = f16(w.dmin);
+    return r;
+  }
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
+    __m256i isum = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {  // sub-blocks 2i (bytes 0-15) and 2i + 1
+      const __m256i p = _mm256_maddubs_epi16(w.q[i], load256(x.qs + 32 * i));
+      isum = Ops::madd(isum, p, two_scales16(w.scale[2 * i], w.scale[2 * i + 1]));
+    }
+    return x.d * w.d * static_cast<float>(hsum256(isum)) -
+           x.d * w.dmin * static_cast<float>(bsum_dot(w.mins, x.bsums));
+  }
+};
+
+struct Q3_KKind {
+  using W = BlockQ3_K;
+  struct Decoded {
+    __m256i q[8];   // (level + 4 * high bit), 0..7, in Q2_K's order
+    __m256i sc16;   // the 16 signed scales as int16
+    int8_t scale[16];
+    float d;
+  };
+  static Decoded decode(const W& w) {
+    Decoded r;
+    q3_K_scales(w.scales, r.scale);
+    r.sc16 = _mm256_cvtepi8_epi16(load128(r.scale));
+    const __m256i hmask = load256(w.hmask);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load256(w.qs + 32 * h);
       for (int s = 0; s < 4; ++s) {
-        const int j = 8 * h + 2 * s;  // sub-blocks j (bytes 0-15) and j + 1
-        const __m256i p = _mm256_maddubs_epi16(two_bits(q, s), load256(x[b].qs + 128 * h + 32 * s));
-        isum = Ops::madd(isum, p, two_scales16(sc[j] & 0xF, sc[j + 1] & 0xF));
+        // Shifting 16-bit lanes by < 8 keeps each byte's own bit in its bit 0.
+        const __m256i high =
+            _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(4 * h + s)), _mm256_set1_epi8(1));
+        r.q[4 * h + s] = _mm256_or_si256(two_bits(q, s), _mm256_slli_epi16(high, 2));
       }
     }
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(load128(sc), 4), _mm_set1_epi8(0x0F)));
-    const float d = x[b].d * f16(w[b].d), dmin = x[b].d * f16(w[b].dmin);
-    sum += d * static_cast<float>(hsum256(isum)) - dmin * static_cast<float>(bsum_dot(mins, x[b].bsums));
+    r.d = f16(w.d);
+    return r;
   }
-  return sum;
-}
-
-template <class Ops>
-float q3_K_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockQ3_K*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  float sum = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    int8_t sc[16];
-    q3_K_scales(w[b].scales, sc);
-    const __m256i hmask = load256(w[b].hmask);
+  // (level + 4h) - 4: the unsigned part in the byte dots, the 4 * sum(x)
+  // through the activations' sums.
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
     __m256i isum = _mm256_setzero_si256();
-    for (int h = 0; h < 2; ++h) {
-      const __m256i q = load256(w[b].qs + 32 * h);
-      for (int s = 0; s < 4; ++s) {
-        // (q + 4h) - 4 for high bit h: the unsigned part here, the 4 * sum(x)
-        // through the bsums below. Shifting 16-bit lanes by < 8 keeps each
-        // byte's own bit in its bit 0.
-        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(4 * h + s)),
-                                              _mm256_set1_epi8(1));
-        const __m256i v = _mm256_or_si256(two_bits(q, s), _mm256_slli_epi16(high, 2));
-        const __m256i p = _mm256_maddubs_epi16(v, load256(x[b].qs + 128 * h + 32 * s));
-        const int j = 8 * h + 2 * s;
-        isum = Ops::madd(isum, p, two_scales16(sc[j], sc[j + 1]));
-      }
+    for (int i = 0; i < 8; ++i) {
+      const __m256i p = _mm256_maddubs_epi16(w.q[i], load256(x.qs + 32 * i));
+      isum = Ops::madd(isum, p, two_scales16(w.scale[2 * i], w.scale[2 * i + 1]));
     }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(load128(sc));
-    const int total = hsum256(isum) - 4 * bsum_dot(sc16, x[b].bsums);
-    sum += x[b].d * f16(w[b].d) * static_cast<float>(total);
+    const int total = hsum256(isum) - 4 * bsum_dot(w.sc16, x.bsums);
+    return x.d * w.d * static_cast<float>(total);
   }
-  return sum;
-}
+};
 
 // sum of a Q8_K block's quants.
 inline int q8_K_sum(const BlockQ8_K& x) { return bsum_dot(_mm256_set1_epi16(1), x.bsums); }
 
+// The ternary kinds: trits t in 0..2 in element order, 32 per vector;
+// (t - 1) * x = t*x - x.
+struct Trits {
+  __m256i t[8];
+  float d;
+};
+
 template <class Ops>
-float tq2_0_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockTQ2_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  float sum = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    __m256i isum = _mm256_setzero_si256();
-    for (int h = 0; h < 2; ++h) {
-      const __m256i q = load256(w[b].qs + 32 * h);
-      for (int s = 0; s < 4; ++s) isum = Ops::dot(isum, two_bits(q, s), load256(x[b].qs + 128 * h + 32 * s));
-    }
-    // (t - 1) * x = t*x - x.
-    sum += x[b].d * f16(w[b].d) * static_cast<float>(hsum256(isum) - q8_K_sum(x[b]));
-  }
-  return sum;
+inline float ternary_dot(const Trits& w, const BlockQ8_K& x) {
+  __m256i isum = _mm256_setzero_si256();
+  for (int i = 0; i < 8; ++i) isum = Ops::dot(isum, w.t[i], load256(x.qs + 32 * i));
+  return x.d * w.d * static_cast<float>(hsum256(isum) - q8_K_sum(x));
 }
+
+struct TQ2_0Kind {
+  using W = BlockTQ2_0;
+  using Decoded = Trits;
+  static Decoded decode(const W& w) {
+    Decoded r;
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load256(w.qs + 32 * h);
+      for (int s = 0; s < 4; ++s) r.t[4 * h + s] = two_bits(q, s);
+    }
+    r.d = f16(w.d);
+    return r;
+  }
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
+    return ternary_dot<Ops>(w, x);
+  }
+};
 
 // Trit n of each byte, with the byte's multiplier 3^n in mult: the low byte
 // of byte * 3^n, times 3, shifted down 8 (in 16-bit lanes, even and odd
@@ -233,47 +283,127 @@ inline __m256i pow3_bytes(int lo, int hi) {
   return _mm256_set_m128i(_mm_set1_epi8(static_cast<char>(hi)), _mm_set1_epi8(static_cast<char>(lo)));
 }
 
-template <class Ops>
-float tq1_0_q8_K(int64_t k, const void* vw, const void* vx) {
-  const auto* w = static_cast<const BlockTQ1_0*>(vw);
-  const auto* x = static_cast<const BlockQ8_K*>(vx);
-  static constexpr int kPow3[5] = {1, 3, 9, 27, 81};
-  // The last 32 elements: qs[32..47]'s fifth trits, then qh's 4 trits of 4 bytes.
-  const __m256i last_mult = _mm256_set_m128i(_mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27),
-                                             _mm_set1_epi8(81));
-  float sum = 0.f;
-  for (int64_t b = 0; b < k / kQKK; ++b) {
-    const __m256i qs = load256(w[b].qs);
-    __m256i isum = _mm256_setzero_si256();
+struct TQ1_0Kind {
+  using W = BlockTQ1_0;
+  using Decoded = Trits;
+  static Decoded decode(const W& w) {
+    static constexpr int kPow3[5] = {1, 3, 9, 27, 81};
+    Decoded r;
+    const __m256i qs = load256(w.qs);
     for (int n = 0; n < 5; ++n)  // elements 32n + m: trit n of qs[m]
-      isum = Ops::dot(isum, trits(qs, _mm256_set1_epi8(static_cast<char>(kPow3[n]))), load256(x[b].qs + 32 * n));
+      r.t[n] = trits(qs, _mm256_set1_epi8(static_cast<char>(kPow3[n])));
     // Elements 160 + 16n + m: trit n of qs[32 + m], two trits per vector.
-    const __m256i tail = _mm256_broadcastsi128_si256(load128(w[b].qs + 32));
-    isum = Ops::dot(isum, trits(tail, pow3_bytes(1, 3)), load256(x[b].qs + 160));
-    isum = Ops::dot(isum, trits(tail, pow3_bytes(9, 27)), load256(x[b].qs + 192));
+    const __m256i tail = _mm256_broadcastsi128_si256(load128(w.qs + 32));
+    r.t[5] = trits(tail, pow3_bytes(1, 3));
+    r.t[6] = trits(tail, pow3_bytes(9, 27));
+    // The last 32: qs[32..47]'s fifth trits, then qh's 4 trits of 4 bytes.
     uint32_t qh;
-    std::memcpy(&qh, w[b].qh, 4);
-    const __m256i last = _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(qh)), load128(w[b].qs + 32));
-    isum = Ops::dot(isum, trits(last, last_mult), load256(x[b].qs + 224));
-    sum += x[b].d * f16(w[b].d) * static_cast<float>(hsum256(isum) - q8_K_sum(x[b]));
+    std::memcpy(&qh, w.qh, 4);
+    const __m256i last = _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(qh)), load128(w.qs + 32));
+    const __m256i last_mult =
+        _mm256_set_m128i(_mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27), _mm_set1_epi8(81));
+    r.t[7] = trits(last, last_mult);
+    r.d = f16(w.d);
+    return r;
   }
-  return sum;
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
+    return ternary_dot<Ops>(w, x);
+  }
+};
+
+// ---- Rows and tokens -------------------------------------------------------------
+
+constexpr int kToks = 4;  // tokens per pass over a weight row
+
+// y[t * ys] = dot(weight row w, token t's activations at x + t * xs) for
+// T tokens, over nb 32-element blocks in two FMA chains (even and odd
+// blocks) per token.
+template <class Ops, class Kind, int T>
+void row32(int64_t nb, const uint8_t* w_row, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using X = typename Kind::X;
+  const auto* w = reinterpret_cast<const typename Kind::W*>(w_row);
+  __m256 acc[T][2];
+  float extra[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    extra[t] = 0.f;
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const typename Kind::Decoded dw = Kind::decode(w[b]);
+    for (int t = 0; t < T; ++t) {
+      const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
+      const __m256i s = Kind::template dot<Ops>(dw, xb);
+      acc[t][b & 1] = _mm256_fmadd_ps(_mm256_set1_ps(dw.d * f16(xb.d)), _mm256_cvtepi32_ps(s), acc[t][b & 1]);
+      extra[t] += Kind::extra(w[b], xb);
+    }
+  }
+  for (int t = 0; t < T; ++t) y[t * ys] = hsum(_mm256_add_ps(acc[t][0], acc[t][1])) + extra[t];
+}
+
+// As row32, over 256-element blocks, their contributions added in block order.
+template <class Ops, class Kind, int T>
+void row256(int64_t nb, const uint8_t* w_row, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  const auto* w = reinterpret_cast<const typename Kind::W*>(w_row);
+  float sum[T] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const typename Kind::Decoded dw = Kind::decode(w[b]);
+    for (int t = 0; t < T; ++t)
+      sum[t] += Kind::template dot<Ops>(dw, reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b]);
+  }
+  for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
+}
+
+template <class Kind>
+constexpr bool kIs32 = sizeof(typename Kind::W) <= 24;  // the 32-element blocks
+
+template <class Ops, class Kind, int T>
+void row(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  if constexpr (kIs32<Kind>)
+    row32<Ops, Kind, T>(k / kQK32, w, x, xs, y, ys);
+  else
+    row256<Ops, Kind, T>(k / kQKK, w, x, xs, y, ys);
+}
+
+template <class Ops, class Kind>
+float vec_dot(int64_t k, const void* w, const void* x) {
+  float y;
+  row<Ops, Kind, 1>(k, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(x), 0, &y, 0);
+  return y;
+}
+
+// A TypeKernels::dot_block: a row at a time (the weights one linear stream),
+// each decoded block meeting up to kToks tokens.
+template <class Ops, class Kind>
+void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x, size_t x_stride,
+               int64_t n_tok, float* y, int64_t y_stride) {
+  using RowFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
+  static constexpr RowFn fns[kToks] = {row<Ops, Kind, 1>, row<Ops, Kind, 2>, row<Ops, Kind, 3>, row<Ops, Kind, 4>};
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
+      const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
+      fns[nt - 1](k, w + r * w_stride, x + t0 * x_stride, x_stride, y + t0 * y_stride + r, y_stride);
+    }
 }
 
 }  // namespace
 }  // namespace duet::mix_simd
 
 // The level's entry points (quant_mix_kernels.h), over its Ops.
-#define DUET_MIX_DEFINE_DOTS(Ops)                                                                           \
-  float vec_dot_q5_0_q8_0(int64_t k, const void* w, const void* x) { return mix_simd::q5_0_q8_0<Ops>(k, w, x); } \
-  float vec_dot_q5_1_q8_1(int64_t k, const void* w, const void* x) { return mix_simd::q5_1_q8_1<Ops>(k, w, x); } \
-  float vec_dot_iq4_nl_q8_0(int64_t k, const void* w, const void* x) {                                    \
-    return mix_simd::iq4_nl_q8_0<Ops>(k, w, x);                                                            \
-  }                                                                                                         \
-  float vec_dot_q2_K_q8_K(int64_t k, const void* w, const void* x) { return mix_simd::q2_K_q8_K<Ops>(k, w, x); } \
-  float vec_dot_q3_K_q8_K(int64_t k, const void* w, const void* x) { return mix_simd::q3_K_q8_K<Ops>(k, w, x); } \
-  float vec_dot_iq4_xs_q8_K(int64_t k, const void* w, const void* x) {                                    \
-    return mix_simd::iq4_xs_q8_K<Ops>(k, w, x);                                                            \
-  }                                                                                                         \
-  float vec_dot_tq1_0_q8_K(int64_t k, const void* w, const void* x) { return mix_simd::tq1_0_q8_K<Ops>(k, w, x); } \
-  float vec_dot_tq2_0_q8_K(int64_t k, const void* w, const void* x) { return mix_simd::tq2_0_q8_K<Ops>(k, w, x); }
+#define DUET_MIX_DEFINE_KIND(name, Kind)                                                    \
+  float vec_dot_##name(int64_t k, const void* w, const void* x) {                          \
+    return mix_simd::vec_dot<Ops, mix_simd::Kind>(k, w, x);                                \
+  }                                                                                         \
+  void dot_block_##name(int64_t k, const uint8_t* w, size_t ws, int64_t n_rows, const uint8_t* x, size_t xs, \
+                        int64_t n_tok, float* y, int64_t ys) {                              \
+    mix_simd::dot_block<Ops, mix_simd::Kind>(k, w, ws, n_rows, x, xs, n_tok, y, ys);       \
+  }
+#define DUET_MIX_DEFINE_DOTS                      \
+  DUET_MIX_DEFINE_KIND(q5_0_q8_0, Q5_0Kind)       \
+  DUET_MIX_DEFINE_KIND(q5_1_q8_1, Q5_1Kind)       \
+  DUET_MIX_DEFINE_KIND(iq4_nl_q8_0, IQ4_NLKind)   \
+  DUET_MIX_DEFINE_KIND(q2_K_q8_K, Q2_KKind)       \
+  DUET_MIX_DEFINE_KIND(q3_K_q8_K, Q3_KKind)       \
+  DUET_MIX_DEFINE_KIND(iq4_xs_q8_K, IQ4_XSKind)   \
+  DUET_MIX_DEFINE_KIND(tq1_0_q8_K, TQ1_0Kind)     \
+  DUET_MIX_DEFINE_KIND(tq2_0_q8_K, TQ2_0Kind)

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/half.h"
@@ -247,6 +248,48 @@ TEST(QuantKernels, VecDotMatchesScalarOnRandomBlocks) {
         const float got = kernels_at(level).type(p.w)->vec_dot(k, w.data(), x.data());
         ASSERT_NEAR(got, want, tol)
             << dtype_name(p.w) << " at " << cpu_level_name(level) << ", trial " << trial;
+      }
+    }
+  }
+}
+
+// The blocked dots (prefill) of the mix types, at awkward row, token and
+// block counts: each (row, token) result has the bits of the level's own
+// vec_dot (the same sums in the same order), which the tests above hold to
+// the scalar twin.
+TEST(QuantKernels, MixDotBlockEqualsVecDot) {
+  Rng rng(4321);
+  const DType kMix[] = {DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K,
+                        DType::Q3_K, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0};
+  for (DType t : kMix) {
+    for (CpuLevel level : runnable_levels()) {
+      const TypeKernels* tk = kernels_at(level).type(t);
+      ASSERT_NE(tk, nullptr);
+      if (level == CpuLevel::kScalar) continue;  // matmul takes vec_dot there
+      ASSERT_NE(tk->dot_block, nullptr) << dtype_name(t) << " at " << cpu_level_name(level);
+      for (const auto& [nb, n_rows, n_tok] : {std::tuple{1, 1, 1}, {3, 5, 9}, {7, 3, 4}, {2, 2, 5}, {5, 1, 3}}) {
+        const int64_t k = nb * block_elems(t);
+        const size_t w_bytes = bytes_of(t, k), x_bytes = bytes_of(tk->vec_dot_type, k);
+        Bytes w, x;
+        for (int r = 0; r < n_rows; ++r) {
+          const Bytes row = random_weights(t, nb, rng, false);
+          w.insert(w.end(), row.begin(), row.end());
+        }
+        for (int i = 0; i < n_tok; ++i) {
+          const Bytes row = random_activations(tk->vec_dot_type, nb, rng, false);
+          x.insert(x.end(), row.begin(), row.end());
+        }
+        const int64_t y_stride = n_rows + 2;  // rows of y wider than the block's
+        std::vector<float> y(static_cast<size_t>(n_tok * y_stride), NAN);
+        tk->dot_block(k, w.data(), w_bytes, n_rows, x.data(), x_bytes, n_tok, y.data(), y_stride);
+        for (int i = 0; i < n_tok; ++i)
+          for (int r = 0; r < n_rows; ++r) {
+            const float want = tk->vec_dot(k, w.data() + r * w_bytes, x.data() + i * x_bytes);
+            ASSERT_EQ(f32_to_bits(y[i * y_stride + r]), f32_to_bits(want))
+                << dtype_name(t) << " at " << cpu_level_name(level) << ": nb " << nb << " row " << r << " token " << i;
+          }
+        for (int i = 0; i < n_tok; ++i)  // nothing written between the rows of y
+          EXPECT_TRUE(std::isnan(y[i * y_stride + n_rows]) && std::isnan(y[i * y_stride + n_rows + 1]));
       }
     }
   }
