@@ -84,6 +84,7 @@ inline int bsum_dot(__m256i scale16, const int16_t* bsums) {
 // The 32-element kinds: dot gives int32 lanes, which meet d_w * d_x in an
 // FMA; extra (Q5_1's m * s) is summed apart, in block order.
 struct Q5_0Kind {
+  static constexpr int64_t kBlock = kQK32;
   using W = BlockQ5_0;
   using X = BlockQ8_0;
   struct Decoded {
@@ -103,6 +104,7 @@ struct Q5_0Kind {
 };
 
 struct Q5_1Kind {
+  static constexpr int64_t kBlock = kQK32;
   using W = BlockQ5_1;
   using X = BlockQ8_1;
   using Decoded = Q5_0Kind::Decoded;
@@ -118,6 +120,7 @@ struct Q5_1Kind {
 };
 
 struct IQ4_NLKind {
+  static constexpr int64_t kBlock = kQK32;
   using W = BlockIQ4_NL;
   using X = BlockQ8_0;
   struct Decoded {
@@ -134,6 +137,7 @@ struct IQ4_NLKind {
 
 // The 256-element kinds: dot gives the block's float contribution.
 struct IQ4_XSKind {
+  static constexpr int64_t kBlock = kQKK;
   using W = BlockIQ4_XS;
   struct Decoded {
     __m256i q[8];  // signed levels of the 8 sub-blocks
@@ -159,6 +163,7 @@ struct IQ4_XSKind {
 };
 
 struct Q2_KKind {
+  static constexpr int64_t kBlock = kQKK;
   using W = BlockQ2_K;
   struct Decoded {
     __m256i q[8];  // q[4h + s]: the levels of elements 128h + 32s .. + 31
@@ -192,6 +197,7 @@ struct Q2_KKind {
 };
 
 struct Q3_KKind {
+  static constexpr int64_t kBlock = kQKK;
   using W = BlockQ3_K;
   struct Decoded {
     __m256i q[8];   // (level + 4 * high bit), 0..7, in Q2_K's order
@@ -248,6 +254,7 @@ inline float ternary_dot(const Trits& w, const BlockQ8_K& x) {
 }
 
 struct TQ2_0Kind {
+  static constexpr int64_t kBlock = kQKK;
   using W = BlockTQ2_0;
   using Decoded = Trits;
   static Decoded decode(const W& w) {
@@ -284,6 +291,7 @@ inline __m256i pow3_bytes(int lo, int hi) {
 }
 
 struct TQ1_0Kind {
+  static constexpr int64_t kBlock = kQKK;
   using W = BlockTQ1_0;
   using Decoded = Trits;
   static Decoded decode(const W& w) {
@@ -354,12 +362,9 @@ void row256(int64_t nb, const uint8_t* w_row, const uint8_t* x, size_t xs, float
   for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
 }
 
-template <class Kind>
-constexpr bool kIs32 = sizeof(typename Kind::W) <= 24;  // the 32-element blocks
-
 template <class Ops, class Kind, int T>
 void row(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y, int64_t ys) {
-  if constexpr (kIs32<Kind>)
+  if constexpr (Kind::kBlock == kQK32)
     row32<Ops, Kind, T>(k / kQK32, w, x, xs, y, ys);
   else
     row256<Ops, Kind, T>(k / kQKK, w, x, xs, y, ys);
