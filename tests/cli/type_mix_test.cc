@@ -1,10 +1,11 @@
-// `duet inspect` and `duet run` name the architecture and the quant-type mix
-// of a llama-quantize mix file: tensors and bytes per type, counted here
-// from the file's own tensor table.
+// `duet inspect` and `duet run` (text and --json) name the architecture and
+// the quant-type mix of a llama-quantize mix file: tensors and bytes per
+// type, counted here from the file's own tensor table.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "formats/gguf.h"
@@ -59,6 +60,24 @@ TEST(TypeMix, RunPrintsArchitectureAndMixAtLoad) {
   for (const auto& [type, c] : count_types(mix_file())) {
     const std::string want = type + " " + std::to_string(c.tensors) + (c.tensors == 1 ? " tensor " : " tensors ");
     EXPECT_NE(line.find(want), std::string::npos) << want << "\n" << line;
+  }
+}
+
+// With --json, stderr is one JSON object: the same facts are fields of it.
+TEST(TypeMix, RunJsonCarriesArchitectureAndMix) {
+  const auto r = run_command("{ " + duet_binary() + " run -t 1 --json -m " + mix_file() +
+                             " -p 'Once upon a time' -n 2 --temp 0 2>&1 >/dev/null; }");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  EXPECT_EQ(j["architecture"], "llama");
+  const auto counts = count_types(mix_file());
+  ASSERT_EQ(j["type_mix"].size(), counts.size()) << r.output;
+  for (const auto& m : j["type_mix"]) {
+    const auto it = counts.find(m["type"].get<std::string>());
+    ASSERT_NE(it, counts.end()) << m;
+    EXPECT_EQ(m["tensors"].get<int64_t>(), it->second.tensors);
+    EXPECT_EQ(m["bytes"].get<uint64_t>(), it->second.bytes);
   }
 }
 
