@@ -113,13 +113,13 @@ void print_file(const GgufFile& f) {
   for (const TensorView& t : tensors) name_width = std::max(name_width, t.name.size());
   std::printf("\ntensors (%zu):\n", tensors.size());
   if (!tensors.empty())
-    std::printf("  %5s  %-*s  %-5s  %-22s  %12s  %12s\n", "index", static_cast<int>(name_width),
+    std::printf("  %5s  %-*s  %-6s  %-22s  %12s  %12s\n", "index", static_cast<int>(name_width),
               "name", "dtype", "shape", "bytes", "offset");
   uint64_t total_bytes = 0, total_elems = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorView& t = tensors[i];
     const std::string_view dt = dtype_name(t.dtype);
-    std::printf("  %5zu  %-*s  %-5.*s  %-22s  %12zu  %12zu\n", i, static_cast<int>(name_width),
+    std::printf("  %5zu  %-*s  %-6.*s  %-22s  %12zu  %12zu\n", i, static_cast<int>(name_width),
                 t.name.c_str(), static_cast<int>(dt.size()), dt.data(), format_shape(t).c_str(),
                 t.nbytes, f.file_offset(t));
     total_bytes += t.nbytes;
@@ -137,9 +137,9 @@ void print_kernels() {
   const KernelSet& ks = kernels();
   std::printf("cpu level: %s (this cpu runs up to %s; DUET_CPU caps it)\n", text(cpu_level_name(ks.level())).c_str(),
               text(cpu_level_name(cpu_features().best_level())).c_str());
-  std::printf("\nkernels:\n  %-11s  %-5s  %-6s  %s\n", "op", "type", "level", "implementation");
+  std::printf("\nkernels:\n  %-11s  %-6s  %-6s  %s\n", "op", "type", "level", "implementation");
   for (const KernelEntry* e : ks.chosen())
-    std::printf("  %-11s  %-5s  %-6s  %s\n", text(kernel_op_name(*e)).c_str(), text(kernel_type_name(*e)).c_str(),
+    std::printf("  %-11s  %-6s  %-6s  %s\n", text(kernel_op_name(*e)).c_str(), text(kernel_type_name(*e)).c_str(),
                 text(cpu_level_name(e->level)).c_str(), text(e->name).c_str());
 }
 
