@@ -62,10 +62,15 @@ inline __m256i two_bits(__m256i q, int s) {
   return _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * s)), _mm256_set1_epi8(3));
 }
 
-// Int16 lanes 0-7 = a, 8-15 = b: the scales of the two 16-element sub-blocks
-// one 32-byte maddubs covers (its 128-bit halves).
-inline __m256i two_scales16(int a, int b) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(b)), _mm_set1_epi16(static_cast<int16_t>(a)));
+// From the 16 sub-block scales as int16 (sc16), the pair one 32-byte maddubs
+// covers: int16 lanes 0-7 = sc16[2i], 8-15 = sc16[2i + 1] (its 128-bit
+// halves). 32-bit word i holds both; broadcast it, then pick a half-word per
+// lane, all in vector registers.
+inline __m256i scale_pair(__m256i sc16, int i) {
+  const __m256i word = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(i));
+  const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                        2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  return _mm256_shuffle_epi8(word, pick);
 }
 
 // sum_j scale16[j] * bsums[j] over a Q8_K block's 16 sums.
@@ -166,9 +171,9 @@ struct Q2_KKind {
   static constexpr int64_t kBlock = kQKK;
   using W = BlockQ2_K;
   struct Decoded {
-    __m256i q[8];  // q[4h + s]: the levels of elements 128h + 32s .. + 31
-    __m256i mins;  // 16 int16
-    uint8_t scale[16];
+    __m256i q[8];      // q[4h + s]: the levels of elements 128h + 32s .. + 31
+    __m256i scale[8];  // scale_pair i of the 16 scales
+    __m256i mins;      // 16 int16
     float d, dmin;
   };
   static Decoded decode(const W& w) {
@@ -179,7 +184,8 @@ struct Q2_KKind {
     }
     const __m128i sc = load128(w.scales);
     r.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0F)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(r.scale), _mm_and_si128(sc, _mm_set1_epi8(0x0F)));
+    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(0x0F)));
+    for (int i = 0; i < 8; ++i) r.scale[i] = scale_pair(sc16, i);
     r.d = f16(w.d);
     r.dmin = f16(w.dmin);
     return r;
@@ -189,26 +195,41 @@ struct Q2_KKind {
     __m256i isum = _mm256_setzero_si256();
     for (int i = 0; i < 8; ++i) {  // sub-blocks 2i (bytes 0-15) and 2i + 1
       const __m256i p = _mm256_maddubs_epi16(w.q[i], load256(x.qs + 32 * i));
-      isum = Ops::madd(isum, p, two_scales16(w.scale[2 * i], w.scale[2 * i + 1]));
+      isum = Ops::madd(isum, p, w.scale[i]);
     }
     return x.d * w.d * static_cast<float>(hsum256(isum)) -
            x.d * w.dmin * static_cast<float>(bsum_dot(w.mins, x.bsums));
   }
 };
 
+// The 16 signed scales of a Q3_K block as bytes (q3_K_scales in
+// core/quant_blocks.h, vectorized): low nibbles of bytes 0-7 then their high
+// nibbles; the high 2 bits of scale j from byte 8 + j % 4 at bit 2 * (j / 4),
+// i.e. the word of bytes 8-11 shifted by 0, 2, 4, 6 per group of four.
+inline __m128i q3_K_scales16(const uint8_t* packed) {
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(lo, low4), _mm_and_si128(_mm_srli_epi16(lo, 4), low4));
+  uint32_t h;
+  std::memcpy(&h, packed + 8, 4);
+  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(h)), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+}
+
 struct Q3_KKind {
   static constexpr int64_t kBlock = kQKK;
   using W = BlockQ3_K;
   struct Decoded {
-    __m256i q[8];   // (level + 4 * high bit), 0..7, in Q2_K's order
-    __m256i sc16;   // the 16 signed scales as int16
-    int8_t scale[16];
+    __m256i q[8];      // (level + 4 * high bit), 0..7, in Q2_K's order
+    __m256i scale[8];  // scale_pair i of the 16 signed scales
+    __m256i sc16;      // the 16 signed scales as int16
     float d;
   };
   static Decoded decode(const W& w) {
     Decoded r;
-    q3_K_scales(w.scales, r.scale);
-    r.sc16 = _mm256_cvtepi8_epi16(load128(r.scale));
+    r.sc16 = _mm256_cvtepi8_epi16(q3_K_scales16(w.scales));
+    for (int i = 0; i < 8; ++i) r.scale[i] = scale_pair(r.sc16, i);
     const __m256i hmask = load256(w.hmask);
     for (int h = 0; h < 2; ++h) {
       const __m256i q = load256(w.qs + 32 * h);
@@ -229,7 +250,7 @@ struct Q3_KKind {
     __m256i isum = _mm256_setzero_si256();
     for (int i = 0; i < 8; ++i) {
       const __m256i p = _mm256_maddubs_epi16(w.q[i], load256(x.qs + 32 * i));
-      isum = Ops::madd(isum, p, two_scales16(w.scale[2 * i], w.scale[2 * i + 1]));
+      isum = Ops::madd(isum, p, w.scale[i]);
     }
     const int total = hsum256(isum) - 4 * bsum_dot(w.sc16, x.bsums);
     return x.d * w.d * static_cast<float>(total);
