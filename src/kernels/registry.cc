@@ -75,6 +75,8 @@ std::vector<KernelEntry> make_table() {
       {&kPackedAvx512.q8_0, DType::Q8_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_0, DType::Q4_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_K, DType::Q4_K, kAvx512, "avx512 vnni, 16-row groups"},
+      {&kPackedAvx512.q8_0, DType::Q5_0, kAvx512, "avx512 vnni, 16-row groups, repacked as q8_0 (exact)"},
+      {&kPackedAvx512.q8_0, DType::IQ4_NL, kAvx512, "avx512 vnni, 16-row groups, repacked as q8_0 (exact)"},
       {&kPackedAvx512.f32, DType::F32, kAvx512, "avx512 fma, 16-row groups"},
       {&kPackedAvx512.f16, DType::F16, kAvx512, "avx512 fma, 16-row groups"},
       {&kPackedAvx512.bf16, DType::BF16, kAvx512, "avx512 fma, 16-row groups"},
