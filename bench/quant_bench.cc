@@ -29,11 +29,19 @@ std::vector<uint8_t> random_matrix(DType t) {
   // random bits would include NaNs and subnormals.
   const size_t bb = traits(t).block_bytes;
   const uint16_t d = f32_to_f16(0.01f);
-  const bool two = t == DType::Q4_1 || t == DType::Q4_K || t == DType::Q5_K;
-  const size_t d_at = t == DType::Q6_K ? 208 : 0;
+  const bool two = t == DType::Q4_1 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q5_1 || t == DType::Q2_K;
+  size_t d_at = 0;  // where the block's (first) f16 field is
+  switch (t) {
+    case DType::Q6_K: d_at = 208; break;
+    case DType::Q2_K: d_at = 80; break;
+    case DType::Q3_K: d_at = 108; break;
+    case DType::TQ1_0: d_at = 52; break;
+    case DType::TQ2_0: d_at = 64; break;
+    default: break;
+  }
   for (size_t off = 0; off < m.size(); off += bb) {
     std::memcpy(&m[off + d_at], &d, 2);
-    if (two) std::memcpy(&m[off + 2], &d, 2);
+    if (two) std::memcpy(&m[off + d_at + 2], &d, 2);
   }
   return m;
 }
@@ -140,7 +148,8 @@ const bool registered = [] {
                                            .c_str(),
                                        BM_VecDotStream, t, l, copies)
               ->Unit(benchmark::kMillisecond);
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q5_0,
+                  DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0})
     for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512})
       if (l <= cpu_features().best_level())
         benchmark::RegisterBenchmark(

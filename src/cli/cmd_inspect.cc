@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "formats/gguf.h"
+#include "formats/type_mix.h"
 #include "kernels/registry.h"
 
 namespace duet::cli {
@@ -73,11 +74,27 @@ std::string format_shape(const TensorView& t) {
   return s;
 }
 
+// Tensors and bytes per element type, most bytes first: what a quant mix
+// such as Q4_K_M is made of.
+void print_type_mix(const GgufFile& f) {
+  const std::vector<TypeShare> mix = type_mix(f.tensors());
+  uint64_t total = 0;
+  for (const TypeShare& s : mix) total += s.bytes;
+  std::printf("type mix:\n");
+  for (const TypeShare& s : mix)
+    std::printf("  %-6s  %5lld tensors  %12llu bytes  %5.1f%%\n", std::string(dtype_name(s.type)).c_str(),
+                static_cast<long long>(s.tensors), static_cast<unsigned long long>(s.bytes),
+                total ? 100.0 * static_cast<double>(s.bytes) / static_cast<double>(total) : 0.0);
+}
+
 void print_file(const GgufFile& f) {
   std::printf("file: %s\n", f.path().c_str());
   std::printf("GGUF version: %u\n", f.version());
   std::printf("alignment: %zu\n", f.alignment());
   std::printf("size: %zu bytes, data section at offset %zu\n", f.file_size(), f.data_offset());
+  const GgufValue* arch = f.find("general.architecture");
+  std::printf("architecture: %s\n", arch && arch->type == GgufType::STRING ? arch->str.c_str() : "(not given)");
+  print_type_mix(f);
 
   std::printf("\nmetadata (%zu keys):\n", f.keys().size());
   for (const std::string& key : f.keys()) {
@@ -96,13 +113,13 @@ void print_file(const GgufFile& f) {
   for (const TensorView& t : tensors) name_width = std::max(name_width, t.name.size());
   std::printf("\ntensors (%zu):\n", tensors.size());
   if (!tensors.empty())
-    std::printf("  %5s  %-*s  %-5s  %-22s  %12s  %12s\n", "index", static_cast<int>(name_width),
+    std::printf("  %5s  %-*s  %-6s  %-22s  %12s  %12s\n", "index", static_cast<int>(name_width),
               "name", "dtype", "shape", "bytes", "offset");
   uint64_t total_bytes = 0, total_elems = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorView& t = tensors[i];
     const std::string_view dt = dtype_name(t.dtype);
-    std::printf("  %5zu  %-*s  %-5.*s  %-22s  %12zu  %12zu\n", i, static_cast<int>(name_width),
+    std::printf("  %5zu  %-*s  %-6.*s  %-22s  %12zu  %12zu\n", i, static_cast<int>(name_width),
                 t.name.c_str(), static_cast<int>(dt.size()), dt.data(), format_shape(t).c_str(),
                 t.nbytes, f.file_offset(t));
     total_bytes += t.nbytes;
@@ -120,9 +137,9 @@ void print_kernels() {
   const KernelSet& ks = kernels();
   std::printf("cpu level: %s (this cpu runs up to %s; DUET_CPU caps it)\n", text(cpu_level_name(ks.level())).c_str(),
               text(cpu_level_name(cpu_features().best_level())).c_str());
-  std::printf("\nkernels:\n  %-11s  %-5s  %-6s  %s\n", "op", "type", "level", "implementation");
+  std::printf("\nkernels:\n  %-11s  %-6s  %-6s  %s\n", "op", "type", "level", "implementation");
   for (const KernelEntry* e : ks.chosen())
-    std::printf("  %-11s  %-5s  %-6s  %s\n", text(kernel_op_name(*e)).c_str(), text(kernel_type_name(*e)).c_str(),
+    std::printf("  %-11s  %-6s  %-6s  %s\n", text(kernel_op_name(*e)).c_str(), text(kernel_type_name(*e)).c_str(),
                 text(cpu_level_name(e->level)).c_str(), text(e->name).c_str());
 }
 

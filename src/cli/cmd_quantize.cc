@@ -24,6 +24,11 @@ struct QuantizeArgs {
   int32_t threads = 0;
 };
 
+// What `type` may be (quantize/policy.h's is_quantize_target), for the help
+// and the error.
+constexpr const char* kTargetTypes =
+    "q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 iq4_nl iq4_xs q3_k q2_k tq2_0 tq1_0 f16 bf16 f32";
+
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 // One line per tensor; on a terminal, one line redrawn in place.
@@ -55,8 +60,7 @@ int run(const QuantizeArgs& a) {
   auto target = parse_dtype(a.type);
   if (!target) return fail(target.error());
   if (!is_quantize_target(*target))
-    return fail(err("cannot quantize to ", a.type,
-                    "; types: q8_0 q4_0 q4_1 q4_k q5_k q6_k f16 bf16 f32"));
+    return fail(err("cannot quantize to ", a.type, "; types: ", kTargetTypes));
   ThreadPool pool(a.threads);
   QuantizeOptions o;
   o.target = *target;
@@ -88,7 +92,7 @@ const bool registered = register_command(
       auto a = std::make_shared<QuantizeArgs>();
       app.add_option("input", a->in, "Input GGUF")->required();
       app.add_option("output", a->out, "Output GGUF")->required();
-      app.add_option("type", a->type, "q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, f16, bf16 or f32")
+      app.add_option("type", a->type, std::string("One of: ") + kTargetTypes)
           ->required();
       app.add_option("--keep", a->keep,
                      "Copy tensors whose name matches unchanged (glob on the whole name, or a "

@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
+#include "formats/type_mix.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::cli {
@@ -33,6 +34,8 @@ struct RunStats {
   FinishReason reason = FinishReason::kNone;
   std::string error;
   int32_t peak_blocks = 0;
+  std::string arch;
+  std::vector<TypeShare> type_mix;
 };
 
 void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
@@ -64,7 +67,10 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
         {"seed", s.seed},
         {"prompt_ids", s.prompt_ids},
         {"generated_ids", s.generated_ids},
+        {"architecture", s.arch},
     };
+    for (const TypeShare& m : s.type_mix)
+      j["type_mix"].push_back({{"type", dtype_name(m.type)}, {"tensors", m.tensors}, {"bytes", m.bytes}});
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }
@@ -97,6 +103,11 @@ int run(RunOptions o) {
   const Tokenizer& tok = (*model)->tokenizer();
 
   RunStats stats;
+  // What is running: the architecture and the quant mix, not just the file
+  // name; one line now, or fields of the JSON object (the whole of stderr).
+  stats.arch = (*model)->config().arch;
+  stats.type_mix = type_mix((*model)->file().tensors());
+  if (!o.json) std::fprintf(stderr, "model: %s, %s\n", stats.arch.c_str(), format_type_mix(stats.type_mix).c_str());
   stats.prompt_ids = tok.encode(o.prompt, !o.no_bos && tok.add_bos_default());
   EngineConfig config;
   if (Status st = apply_engine_options(o.engine, **model, config); !st) return fail(st.error());

@@ -12,7 +12,8 @@ struct Entry {
   DTypeTraits traits;
 };
 
-// Block layouts follow ggml: QK4_0 = QK8_0 = 32 elements, K-quants 256.
+// Block layouts follow ggml: QK4_0 = QK8_0 = 32 elements, K-quants 256;
+// IQ4_NL has 32-element blocks, IQ4_XS, IQ3_S and the ternary TQ types 256.
 constexpr std::array kTypes = {
     Entry{0, {"F32", 1, 4}},       Entry{1, {"F16", 1, 2}},
     Entry{2, {"Q4_0", 32, 18}},    Entry{3, {"Q4_1", 32, 20}},
@@ -21,9 +22,12 @@ constexpr std::array kTypes = {
     Entry{10, {"Q2_K", 256, 84}},  Entry{11, {"Q3_K", 256, 110}},
     Entry{12, {"Q4_K", 256, 144}}, Entry{13, {"Q5_K", 256, 176}},
     Entry{14, {"Q6_K", 256, 210}}, Entry{15, {"Q8_K", 256, 292}},
+    Entry{20, {"IQ4_NL", 32, 18}}, Entry{21, {"IQ3_S", 256, 110}},
+    Entry{23, {"IQ4_XS", 256, 136}},
     Entry{24, {"I8", 1, 1}},       Entry{25, {"I16", 1, 2}},
     Entry{26, {"I32", 1, 4}},      Entry{27, {"I64", 1, 8}},
     Entry{28, {"F64", 1, 8}},      Entry{30, {"BF16", 1, 2}},
+    Entry{34, {"TQ1_0", 256, 54}}, Entry{35, {"TQ2_0", 256, 66}},
 };
 
 }  // namespace

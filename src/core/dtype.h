@@ -25,12 +25,17 @@ enum class DType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
 };
 
 struct DTypeTraits {

@@ -16,9 +16,50 @@ constexpr int64_t kScaleBytes = kPackRows * 2;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+// Types whose blocks are exactly Q8_0 blocks once their levels are decoded
+// to int8 (Q5_0: q - 16; IQ4_NL: the grid value; the same f16 d): they pack
+// into Q8_0's layout and run its kernels.
+bool packs_as_q8_0(DType t) { return t == DType::Q8_0 || t == DType::Q5_0 || t == DType::IQ4_NL; }
+
 // Bytes of one block of one 16-row group: the 16 scales and the quants.
 int64_t group_block_bytes(DType t) {
-  return kScaleBytes + kPackRows * (t == DType::Q8_0 ? kQK32 : kQK32 / 2);
+  return kScaleBytes + kPackRows * (packs_as_q8_0(t) ? kQK32 : kQK32 / 2);
+}
+
+// Block b of row r of a Q5_0 or IQ4_NL matrix as a Q8_0 block (exact).
+BlockQ8_0 as_q8_0(const TensorView& w, int64_t r, int64_t b) {
+  BlockQ8_0 q;
+  float y[kQK32];
+  if (w.dtype == DType::Q5_0) {
+    const BlockQ5_0& blk = reinterpret_cast<const BlockQ5_0*>(w.row(r))[b];
+    q.d = blk.d;
+    // Dequantized with d = 1 the values are the levels, as exact floats.
+    BlockQ5_0 unit = blk;
+    unit.d = f32_to_f16(1.f);
+    dequantize_row_q5_0(&unit, y, kQK32);
+  } else {
+    const BlockIQ4_NL& blk = reinterpret_cast<const BlockIQ4_NL*>(w.row(r))[b];
+    q.d = blk.d;
+    BlockIQ4_NL unit = blk;
+    unit.d = f32_to_f16(1.f);
+    dequantize_row_iq4_nl(&unit, y, kQK32);
+  }
+  for (int i = 0; i < kQK32; ++i) q.qs[i] = static_cast<int8_t>(y[i]);
+  return q;
+}
+
+void pack_q8_0_like_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
+  const int64_t nb = w.ne[0] / kQK32;
+  out += g0 * nb * group_block_bytes(w.dtype);
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b, out += group_block_bytes(w.dtype))
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ8_0 blk = as_q8_0(w, g * kPackRows + r, b);
+        std::memcpy(out + 2 * r, &blk.d, 2);
+        for (int c = 0; c < 8; ++c)
+          for (int i = 0; i < 4; ++i)  // signed -> unsigned + 128
+            out[kScaleBytes + (c * kPackRows + r) * 4 + i] = static_cast<uint8_t>(blk.qs[4 * c + i]) ^ 0x80;
+      }
 }
 
 template <class Block>
@@ -139,7 +180,7 @@ void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* 
 
 // Unsigned weight element i (0..31) of row r of one packed block's quants.
 uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
-  if (t == DType::Q8_0) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
+  if (packs_as_q8_0(t)) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
   const int j = i % 16;  // byte j of the original qs: element j low, j + 16 high
   const uint8_t byte = qs[(j / 4 * kPackRows + r) * 4 + j % 4];
   return i < 16 ? byte & 0x0F : byte >> 4;
@@ -154,6 +195,8 @@ bool packable(const TensorView& w) {
 }
 
 size_t packed_bytes(const TensorView& w) {
+  if (w.dtype == DType::Q5_0 || w.dtype == DType::IQ4_NL)
+    return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / kQK32) * group_block_bytes(w.dtype));
   if (w.dtype != DType::Q4_K) return w.nbytes;
   return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / kQKK) * kK4Bytes);
 }
@@ -161,6 +204,7 @@ size_t packed_bytes(const TensorView& w) {
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
   if (is_float(w.dtype)) return pack_float_groups(w, out, group_begin, group_end);
   if (w.dtype == DType::Q4_K) return pack_k4_groups(w, out, group_begin, group_end);
+  if (w.dtype == DType::Q5_0 || w.dtype == DType::IQ4_NL) return pack_q8_0_like_groups(w, out, group_begin, group_end);
   if (w.dtype == DType::Q8_0)
     pack_groups<BlockQ8_0>(w, out, true, group_begin, group_end);
   else

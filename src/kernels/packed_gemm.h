@@ -14,6 +14,9 @@
 // Layout, per group of 16 rows (groups in row order), per block b in order:
 //   16 x f16 d      the 16 rows' scales of block b (32 bytes)
 //   Q8_0: 8 chunks c, each 16 rows x 4 bytes: (q[r][4c + i] + 128) as u8
+//   Q5_0, IQ4_NL: as Q8_0, their levels decoded to int8 (exact, same d), and
+//         run by Q8_0's kernels: 34 bytes per block instead of 22 or 18,
+//         for the int8 units' speed in prefill and a linear stream in decode
 //   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
 //         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
 //   Q4_K, per 256-element super-block instead: 16 x f16 d, 16 x f16 dmin,

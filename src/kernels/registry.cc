@@ -2,6 +2,7 @@
 
 #include "kernels/float_kernels.h"
 #include "kernels/quant_kernels.h"
+#include "kernels/quant_mix_kernels.h"
 
 namespace duet {
 namespace {
@@ -33,12 +34,12 @@ std::vector<KernelEntry> make_table() {
       {&kQuantScalar.q4_K, DType::Q4_K, kScalar, "scalar, q8_K activations"},
       {&kQuantScalar.q5_K, DType::Q5_K, kScalar, "scalar, q8_K activations"},
       {&kQuantScalar.q6_K, DType::Q6_K, kScalar, "scalar, q8_K activations"},
-      {&kQuantAvx2.q8_0, DType::Q8_0, kAvx2, "avx2 maddubs, q8_0 activations"},
-      {&kQuantAvx2.q4_0, DType::Q4_0, kAvx2, "avx2 maddubs, q8_0 activations"},
-      {&kQuantAvx2.q4_1, DType::Q4_1, kAvx2, "avx2 maddubs, q8_1 activations"},
-      {&kQuantAvx2.q4_K, DType::Q4_K, kAvx2, "avx2 maddubs, q8_K activations"},
-      {&kQuantAvx2.q5_K, DType::Q5_K, kAvx2, "avx2 maddubs, q8_K activations"},
-      {&kQuantAvx2.q6_K, DType::Q6_K, kAvx2, "avx2 maddubs, q8_K activations"},
+      {&kQuantAvx2.q8_0, DType::Q8_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},
+      {&kQuantAvx2.q4_0, DType::Q4_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},
+      {&kQuantAvx2.q4_1, DType::Q4_1, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_1 activations"},
+      {&kQuantAvx2.q4_K, DType::Q4_K, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kQuantAvx2.q5_K, DType::Q5_K, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kQuantAvx2.q6_K, DType::Q6_K, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
       {&kQuantAvx512.q8_0, DType::Q8_0, kAvx512, "avx512 vnni, 4 rows x 4 tokens, avx2 q8_0 activations"},
       {&kQuantAvx512.q4_0, DType::Q4_0, kAvx512, "avx512 vnni, 4 rows x 4 tokens, avx2 q8_0 activations"},
       {&kQuantAvx512.q4_1, DType::Q4_1, kAvx512, "avx512 vnni, avx2 q8_1 activations"},
@@ -46,9 +47,36 @@ std::vector<KernelEntry> make_table() {
       {&kQuantAvx512.q5_K, DType::Q5_K, kAvx512, "avx512 vnni, avx2 q8_K activations"},
       {&kQuantAvx512.q6_K, DType::Q6_K, kAvx512, "avx512 vnni, avx2 q8_K activations"},
 
+      {&kMixScalar.q5_0, DType::Q5_0, kScalar, "scalar, q8_0 activations"},
+      {&kMixScalar.q5_1, DType::Q5_1, kScalar, "scalar, q8_1 activations"},
+      {&kMixScalar.iq4_nl, DType::IQ4_NL, kScalar, "scalar, q8_0 activations"},
+      {&kMixScalar.q2_K, DType::Q2_K, kScalar, "scalar, q8_K activations"},
+      {&kMixScalar.q3_K, DType::Q3_K, kScalar, "scalar, q8_K activations"},
+      {&kMixScalar.iq4_xs, DType::IQ4_XS, kScalar, "scalar, q8_K activations"},
+      {&kMixScalar.tq1_0, DType::TQ1_0, kScalar, "scalar, q8_K activations"},
+      {&kMixScalar.tq2_0, DType::TQ2_0, kScalar, "scalar, q8_K activations"},
+      {&kMixAvx2.q5_0, DType::Q5_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},
+      {&kMixAvx2.q5_1, DType::Q5_1, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_1 activations"},
+      {&kMixAvx2.iq4_nl, DType::IQ4_NL, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},
+      {&kMixAvx2.q2_K, DType::Q2_K, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kMixAvx2.q3_K, DType::Q3_K, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kMixAvx2.iq4_xs, DType::IQ4_XS, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kMixAvx2.tq1_0, DType::TQ1_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kMixAvx2.tq2_0, DType::TQ2_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_K activations"},
+      {&kMixAvx512.q5_0, DType::Q5_0, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_0 activations"},
+      {&kMixAvx512.q5_1, DType::Q5_1, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_1 activations"},
+      {&kMixAvx512.iq4_nl, DType::IQ4_NL, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_0 activations"},
+      {&kMixAvx512.q2_K, DType::Q2_K, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
+      {&kMixAvx512.q3_K, DType::Q3_K, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
+      {&kMixAvx512.iq4_xs, DType::IQ4_XS, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
+      {&kMixAvx512.tq1_0, DType::TQ1_0, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
+      {&kMixAvx512.tq2_0, DType::TQ2_0, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
+
       {&kPackedAvx512.q8_0, DType::Q8_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_0, DType::Q4_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_K, DType::Q4_K, kAvx512, "avx512 vnni, 16-row groups"},
+      {&kPackedAvx512.q8_0, DType::Q5_0, kAvx512, "avx512 vnni, 16-row groups, repacked as q8_0 (exact)"},
+      {&kPackedAvx512.q8_0, DType::IQ4_NL, kAvx512, "avx512 vnni, 16-row groups, repacked as q8_0 (exact)"},
       {&kPackedAvx512.f32, DType::F32, kAvx512, "avx512 fma, 16-row groups"},
       {&kPackedAvx512.f16, DType::F16, kAvx512, "avx512 fma, 16-row groups"},
       {&kPackedAvx512.bf16, DType::BF16, kAvx512, "avx512 fma, 16-row groups"},

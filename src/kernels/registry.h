@@ -73,7 +73,7 @@ class KernelSet {
 
  private:
   static constexpr size_t kOps = std::variant_size_v<KernelImpl>;
-  static constexpr uint32_t kTypes = 32;  // above every DType and KvType value
+  static constexpr uint32_t kTypes = 40;  // above every DType and KvType value
 
   template <class Impl>
   static constexpr size_t op() {

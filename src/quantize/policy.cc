@@ -12,24 +12,32 @@ namespace {
 
 namespace n = gguf_names;
 
-bool is_k_quant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
-
-// Targets below 8 bits per weight, for which the embedding and head keep Q8_0.
-bool is_low_bit(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || is_k_quant(t); }
-
-// The nearest type at least as precise as `want` whose blocks fit rows of k.
-DType row_fallback(DType want, int64_t k) {
-  if (k % kQK32 == 0) return want == DType::Q4_K ? DType::Q4_1 : DType::Q8_0;
-  return DType::F16;
-}
-
 bool is_quantized_block_type(DType t) {
   switch (t) {
     case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q4_K: case DType::Q5_K:
-    case DType::Q6_K:
+    case DType::Q6_K: case DType::Q5_0: case DType::Q5_1: case DType::Q2_K: case DType::Q3_K:
+    case DType::IQ4_NL: case DType::IQ4_XS: case DType::TQ1_0: case DType::TQ2_0:
       return true;
     default:
       return false;
+  }
+}
+
+// Targets below 8 bits per weight, for which the embedding and head keep Q8_0.
+bool is_low_bit(DType t) { return is_quantized_block_type(t) && t != DType::Q8_0; }
+
+// The nearest type at least as precise as `want` whose blocks fit rows of k:
+// 4 bits for the types below 4.5 bits per weight (IQ4_NL, as llama-quantize
+// picks for them), Q4_1 for Q4_K, else Q8_0; F16 where 32 does not divide k.
+DType row_fallback(DType want, int64_t k) {
+  if (k % kQK32 != 0) return DType::F16;
+  switch (want) {
+    case DType::Q2_K: case DType::Q3_K: case DType::IQ4_XS: case DType::TQ1_0: case DType::TQ2_0:
+      return DType::IQ4_NL;
+    case DType::Q4_K:
+      return DType::Q4_1;
+    default:
+      return DType::Q8_0;
   }
 }
 

@@ -4,9 +4,10 @@
 //  - token_embd.weight and output.weight keep Q8_0 when the target has fewer
 //    bits (the head and the embedding are where low precision costs most);
 //  - a matrix whose rows do not divide into the target's blocks (256 for the
-//    K-quants, 32 for the others) falls back to the nearest type that fits,
-//    at least as precise: Q4_K -> Q4_1, Q5_K/Q6_K -> Q8_0 when the row
-//    divides into 32, else F16 (F32 when the target is F32);
+//    K-quants, IQ4_XS and TQ*, 32 for the others) falls back to the nearest
+//    type that fits, at least as precise: Q2_K/Q3_K/IQ4_XS/TQ1_0/TQ2_0 ->
+//    IQ4_NL, Q4_K -> Q4_1, Q5_K/Q6_K -> Q8_0 when the row divides into 32,
+//    else F16 (F32 when the target is F32);
 //  - names matched by a --keep pattern are copied unchanged.
 #pragma once
 

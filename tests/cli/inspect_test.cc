@@ -132,7 +132,8 @@ TEST(Inspect, KernelsListWhatThisCpuRuns) {
   const CpuLevel level = active_cpu_level();
   const auto rows = kernel_rows("", &out);
   EXPECT_NE(out.find("cpu level: " + std::string(cpu_level_name(level))), std::string::npos) << out;
-  for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"})
+  for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q5_1",
+                           "IQ4_NL", "Q2_K", "Q3_K", "IQ4_XS", "TQ1_0", "TQ2_0"})
     EXPECT_TRUE(has_row(rows, "dot", type)) << type << "\n" << out;
   for (const char* type : {"f32", "f16", "q8", "q4"}) EXPECT_TRUE(has_row(rows, "kv_rows", type)) << out;
   for (const char* op : {"exp", "swiglu", "probes"}) EXPECT_TRUE(has_row(rows, op, "-")) << out;

@@ -188,6 +188,18 @@ TEST_F(GgufBadInput, BadTensorShapes) {
                "tensor 'nd5': n_dims 5");
   expect_error(Bytes().header(1, 0).tensor_info("q", {48}, 8, 0).pad_to(32).zeros(64).b,
                "tensor 'q': row of 48 elements does not divide into Q8_0 blocks");
+  // The mix types name their own block sizes (32 for Q5_0/IQ4_NL, 256 for
+  // Q3_K/IQ4_XS/TQ2_0), also for rows that fill the other size.
+  expect_error(Bytes().header(1, 0).tensor_info("q5", {48}, 6, 0).pad_to(32).zeros(64).b,
+               "tensor 'q5': row of 48 elements does not divide into Q5_0 blocks of 32");
+  expect_error(Bytes().header(1, 0).tensor_info("nl", {80, 2}, 20, 0).pad_to(32).zeros(128).b,
+               "tensor 'nl': row of 80 elements does not divide into IQ4_NL blocks of 32");
+  expect_error(Bytes().header(1, 0).tensor_info("q3", {384, 2}, 11, 0).pad_to(32).zeros(512).b,
+               "tensor 'q3': row of 384 elements does not divide into Q3_K blocks of 256");
+  expect_error(Bytes().header(1, 0).tensor_info("xs", {96}, 23, 0).pad_to(32).zeros(128).b,
+               "tensor 'xs': row of 96 elements does not divide into IQ4_XS blocks of 256");
+  expect_error(Bytes().header(1, 0).tensor_info("tq", {128}, 35, 0).pad_to(32).zeros(128).b,
+               "tensor 'tq': row of 128 elements does not divide into TQ2_0 blocks of 256");
 }
 
 TEST_F(GgufBadInput, UnknownDtype) {

@@ -108,7 +108,9 @@ TensorView random_quant_weights(DType t, int64_t k, int64_t n_out, std::vector<u
   return testing::matrix_view(t, k, n_out, bytes);
 }
 
-const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::Q5_0,
+                             DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS,
+                             DType::TQ1_0, DType::TQ2_0};
 
 TEST(Matmul, QuantizedTypesMatchTheirVecDot) {
   // The generic path (activations converted into vec_dot_type in scratch):
@@ -119,7 +121,7 @@ TEST(Matmul, QuantizedTypesMatchTheirVecDot) {
     const TypeKernels* tk = type_kernels(t);
     ASSERT_TRUE(tk) << dtype_name(t);
     for (int64_t k : {32, 512, 544}) {  // 1, 16 and 17 blocks: odd counts leave a lone block
-      if (k % (t == DType::Q4_K || t == DType::Q6_K ? 256 : 32)) continue;
+      if (k % traits(t).block_elems) continue;
       const int64_t n_out = 37, m = 5;
       std::vector<uint8_t> bytes;
       const TensorView w = random_quant_weights(t, k, n_out, bytes, static_cast<uint32_t>(5 + k));

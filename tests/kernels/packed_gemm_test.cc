@@ -19,7 +19,8 @@ namespace {
 
 using testing::random_floats;
 
-constexpr DType kPackedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F32, DType::F16, DType::BF16};
+constexpr DType kPackedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL,
+                                  DType::F32,  DType::F16,  DType::BF16};
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
@@ -45,7 +46,7 @@ QuantMatrix random_matrix(DType t, int64_t k, int64_t rows, uint32_t seed) {
   }
   // Every block starts with its f16 scale: 0x2000-0x27ff is about 0.008-0.03.
   // Q4_K has d and dmin at its start; the 6-bit scales take any bits.
-  const size_t block = t == DType::Q8_0 ? 34 : t == DType::Q4_0 ? 18 : sizeof(BlockQ4_K);
+  const size_t block = is_float(t) ? 1 : static_cast<size_t>(traits(t).block_bytes);
   for (size_t i = 0; !is_float(t) && i < m.bytes.size(); i += block)
     for (size_t f = 0; f < (t == DType::Q4_K ? 2u : 1u); ++f) {
       m.bytes[i + 2 * f] = static_cast<uint8_t>(rng());
@@ -106,7 +107,9 @@ std::vector<float> acts_as_floats(const std::vector<uint8_t>& xp, int64_t k, int
 }
 
 int offset_of(DType t) {
-  return is_float(t) ? kFloatActs : t == DType::Q8_0 ? 128 : t == DType::Q4_0 ? 8 : 1;
+  if (is_float(t)) return kFloatActs;
+  if (t == DType::Q8_0 || t == DType::Q5_0 || t == DType::IQ4_NL) return 128;  // the last two packed as Q8_0
+  return t == DType::Q4_0 ? 8 : 1;
 }
 
 TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {

@@ -47,6 +47,18 @@ TEST(QuantizePolicy, TypesPerTensor) {
 
   o.target = DType::Q6_K;
   EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_up.weight", 64, 8), o).type, DType::Q8_0);
+  // The types below 4.5 bits fall back to IQ4_NL, as llama-quantize's mixes do.
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0}) {
+    o.target = t;
+    EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_up.weight", 384, 8), o).type, DType::IQ4_NL) << dtype_name(t);
+    EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_up.weight", 512, 8), o).type, t);
+    EXPECT_EQ(choose_tensor_type(matrix(n::kOutput, 512, 8), o).type, DType::Q8_0);
+  }
+  for (DType t : {DType::Q5_0, DType::Q5_1, DType::IQ4_NL}) {
+    o.target = t;
+    EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_up.weight", 96, 8), o).type, t);
+    EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_up.weight", 100, 8), o).type, DType::F16);
+  }
   o.target = DType::Q8_0;
   EXPECT_EQ(choose_tensor_type(matrix(n::kTokenEmbd, 64, 8), o).type, DType::Q8_0);
   EXPECT_EQ(choose_tensor_type(matrix("blk.0.ffn_down.weight", 172, 8), o).type, DType::F16);
@@ -255,7 +267,8 @@ void check_rewrite(DType target, const ChannelImportance* importance) {
 
 TEST(QuantizeFile, EveryTargetRereadsAsTheReferenceQuantizersWrite) {
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                  DType::F16, DType::BF16, DType::F32})
+                  DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS,
+                  DType::TQ1_0, DType::TQ2_0, DType::F16, DType::BF16, DType::F32})
     check_rewrite(t, nullptr);
 }
 
@@ -269,7 +282,8 @@ TEST(QuantizeFile, ImportanceReachesTheQuantizers) {
     v.resize(static_cast<size_t>(s.ne[0]));
     for (float& x : v) x = u(rng) * u(rng);
   }
-  for (DType t : {DType::Q4_0, DType::Q4_K, DType::Q6_K}) check_rewrite(t, &imp);
+  for (DType t : {DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS})
+    check_rewrite(t, &imp);
 
   // Weighted and unweighted files differ, so the importance was used.
   Rewrite w;

@@ -1,0 +1,149 @@
+// IQ4_NL and IQ4_XS: 4-bit indices into kIq4Levels, a fixed non-uniform
+// grid, times a scale per 32 elements (IQ4_NL, f16; IQ4_XS, 6 bits of a
+// super-block's f16). The quantizer searches the scale as ggml does: 15
+// candidates that map the element of largest magnitude near the outermost
+// level, each index the level nearest x/scale, keeping the candidate whose
+// weighted least-squares scale lowers the error most.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "core/quant_blocks.h"
+#include "kernels/quant.h"
+#include "kernels/quant_fit.h"
+
+namespace duet {
+namespace {
+
+using namespace quant_fit;
+
+constexpr int kSub = 32;
+
+// Midpoints between consecutive levels (exact halves: the levels are integers).
+constexpr auto kMidpoints = [] {
+  std::array<float, 15> m{};
+  for (int i = 0; i < 15; ++i) m[i] = 0.5f * static_cast<float>(kIq4Levels[i] + kIq4Levels[i + 1]);
+  return m;
+}();
+
+// The index of the level nearest v (a tie goes to the upper one): how many
+// midpoints lie at or below v. A binary search, since the quantizers ask
+// this 16 times per element.
+uint8_t nearest_level(float v) {
+  return static_cast<uint8_t>(std::upper_bound(kMidpoints.begin(), kMidpoints.end(), v) - kMidpoints.begin());
+}
+
+// Indices of n values for the scale d (all the middle, level 1, for d = 0).
+void pick_levels(const float* x, int n, float d, uint8_t* L) {
+  const float id = d != 0.f ? 1.f / d : 0.f;
+  for (int i = 0; i < n; ++i) L[i] = nearest_level(id * x[i]);
+}
+
+// The weighted least-squares scale of n values over the grid; L gets their
+// indices.
+float fit_iq4(const float* x, const float* w, int n, uint8_t* L) {
+  float amax;
+  const float max = signed_absmax(x, n, &amax);
+  if (amax < 1e-15f) {
+    pick_levels(x, n, 0.f, L);
+    return 0.f;
+  }
+  float best = -1.f, scale = 0.f;
+  uint8_t trial[kSub];
+  for (int t = -7; t <= 7; ++t) {
+    const float id = (static_cast<float>(kIq4Levels[0]) + t) / max;
+    float sum_qx = 0.f, sum_q2 = 0.f;
+    for (int i = 0; i < n; ++i) {
+      trial[i] = nearest_level(id * x[i]);
+      const float q = kIq4Levels[trial[i]];
+      sum_qx += w[i] * q * x[i];
+      sum_q2 += w[i] * q * q;
+    }
+    if (sum_q2 > 0.f && sum_qx * sum_qx > best * sum_q2) {
+      scale = sum_qx / sum_q2;
+      best = scale * sum_qx;
+      std::copy(trial, trial + n, L);
+    }
+  }
+  return scale;
+}
+
+// Weights of one 32-element block: importance * sqrt(sigma2 + x^2), or x^2.
+void block_weights(const float* x, const float* importance, float* w) {
+  float sum_x2 = 0.f;
+  for (int i = 0; i < kSub; ++i) sum_x2 += x[i] * x[i];
+  const float sigma2 = 2.f * sum_x2 / kSub;
+  for (int i = 0; i < kSub; ++i) w[i] = importance ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
+}
+
+void pack_nibbles(const uint8_t* L, uint8_t* qs) {
+  for (int i = 0; i < kSub / 2; ++i) qs[i] = static_cast<uint8_t>(L[i] | (L[i + 16] << 4));
+}
+
+int nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4; }
+
+}  // namespace
+
+void quantize_row_iq4_nl(const float* x, void* vy, int64_t k, const float* importance) {
+  auto* y = static_cast<BlockIQ4_NL*>(vy);
+  for (int64_t b = 0; b < k / kSub; ++b, x += kSub) {
+    float w[kSub];
+    uint8_t L[kSub];
+    block_weights(x, importance ? importance + b * kSub : nullptr, w);
+    y[b].d = f32_to_f16(fit_iq4(x, w, kSub, L));
+    pick_levels(x, kSub, f16_to_f32(y[b].d), L);  // against the scale as stored
+    pack_nibbles(L, y[b].qs);
+  }
+}
+
+void quantize_row_iq4_xs(const float* x, void* vy, int64_t k, const float* importance) {
+  auto* y = static_cast<BlockIQ4_XS*>(vy);
+  for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
+    float w[kQKK], scales[8];
+    uint8_t L[kQKK];
+    k_weights(x, importance ? importance + b * kQKK : nullptr, w, kSub, /*affine=*/false);
+    float max_scale = 0.f, max_abs = 0.f;
+    for (int j = 0; j < 8; ++j) {
+      scales[j] = fit_iq4(x + kSub * j, w + kSub * j, kSub, L + kSub * j);
+      if (std::fabs(scales[j]) > max_abs) {
+        max_abs = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    std::memset(&y[b], 0, sizeof(BlockIQ4_XS));
+    // The largest scale maps to -32, the one extreme a signed 6-bit code has.
+    const float d = max_abs > 0.f ? max_scale / -32.f : 0.f;
+    y[b].d = f32_to_f16(d);
+    const float ds = f16_to_f32(y[b].d);
+    for (int j = 0; j < 8; ++j) {
+      const int l = ds != 0.f ? std::clamp(nearest_int(scales[j] / ds), -32, 31) : 0;
+      y[b].scales_l[j / 2] |= static_cast<uint8_t>(((l + 32) & 0xF) << (4 * (j % 2)));
+      y[b].scales_h |= static_cast<uint16_t>(((l + 32) >> 4) << (2 * j));
+      pick_levels(x + kSub * j, kSub, ds * static_cast<float>(l), L + kSub * j);
+      pack_nibbles(L + kSub * j, y[b].qs + 16 * j);
+    }
+  }
+}
+
+void dequantize_row_iq4_nl(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(vx);
+  for (int64_t b = 0; b < k / kSub; ++b, y += kSub) {
+    const float d = f16_to_f32(x[b].d);
+    for (int i = 0; i < kSub; ++i) y[i] = d * static_cast<float>(kIq4Levels[nibble(x[b].qs, i)]);
+  }
+}
+
+void dequantize_row_iq4_xs(const void* vx, float* y, int64_t k) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(vx);
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < 8; ++j, y += kSub) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(x[b], j));
+      for (int i = 0; i < kSub; ++i) y[i] = dl * static_cast<float>(kIq4Levels[nibble(x[b].qs + 16 * j, i)]);
+    }
+  }
+}
+
+}  // namespace duet
