@@ -316,6 +316,8 @@ void unpack_blocks_row(const TensorView& w, int64_t row, uint8_t* out, bool q8) 
 
 }  // namespace
 
+DType unpacked_type(DType t) { return packs_as_q8_0(t) ? DType::Q8_0 : t; }
+
 void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
   if (is_float(w.dtype)) {
     const int64_t elem = w.dtype == DType::F32 ? 4 : 2, k = w.ne[0], g = row / kPackRows;
@@ -324,7 +326,7 @@ void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
     return;
   }
   if (w.dtype == DType::Q4_K) return unpack_k4_row(w, row, out);
-  if (w.dtype == DType::Q8_0) return unpack_blocks_row<BlockQ8_0>(w, row, out, true);
+  if (packs_as_q8_0(w.dtype)) return unpack_blocks_row<BlockQ8_0>(w, row, out, true);
   unpack_blocks_row<BlockQ4_0>(w, row, out, false);
 }
 

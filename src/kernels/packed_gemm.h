@@ -109,9 +109,11 @@ size_t packed_bytes(const TensorView& w);
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
-// The file-layout bytes of row `row` of a packed matrix (its row_bytes):
-// the exact inverse of pack_weights, so a tied embedding can be read from
-// the head's packed copy and the file's copy let go.
+// Row `row` of a packed matrix in the file layout of unpacked_type(its
+// dtype): the exact inverse of pack_weights (Q5_0 and IQ4_NL, packed as
+// Q8_0, come back as the Q8_0 blocks holding the same values), so a tied
+// embedding can be read from the head's packed copy and the file's copy let go.
+DType unpacked_type(DType packed);
 void unpack_row(const TensorView& packed, int64_t row, uint8_t* out);
 
 // Bytes of one token's activations of k elements; converts one token's

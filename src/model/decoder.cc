@@ -304,8 +304,9 @@ void DecoderModel::ensure_workspace(int32_t n) {
 }
 
 void DecoderModel::embed(const Batch& batch) {
-  const TypeKernels* k = type_kernels(embd_->dtype);
-  if (embd_->packed) ws_.embd_row.resize(*row_bytes(embd_->dtype, config_.dim));
+  const DType row_type = embd_->packed ? unpacked_type(embd_->dtype) : embd_->dtype;
+  const TypeKernels* k = type_kernels(row_type);
+  if (embd_->packed) ws_.embd_row.resize(*row_bytes(row_type, config_.dim));
   for (int32_t i = 0; i < batch.size(); ++i) {
     const int32_t tok = batch.tokens[static_cast<size_t>(i)];
     const uint8_t* row = embd_->packed ? ws_.embd_row.data() : embd_->row(tok);

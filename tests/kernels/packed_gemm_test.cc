@@ -13,6 +13,7 @@
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
 #include "kernels/registry.h"
+#include "kernels/type_kernels.h"
 
 namespace duet {
 namespace {
@@ -307,8 +308,9 @@ TEST(PackedGemm, SharedInputMatmulEqualsSeparateCalls) {
   }
 }
 
-TEST(PackedGemm, UnpackRowGivesBackTheFileBytes) {
-  // Layout only, so on any machine: every row of every packed type.
+TEST(PackedGemm, UnpackRowGivesBackTheFileRows) {
+  // Layout only, so on any machine: every row of every packed type gives
+  // back its file bytes, or (types packed as another) the same values.
   for (DType t : kPackedTypes) {
     const int64_t k = 512, rows = 48;
     const QuantMatrix w = random_matrix(t, k, rows, 21);
@@ -317,11 +319,18 @@ TEST(PackedGemm, UnpackRowGivesBackTheFileBytes) {
     TensorView pv = w.view;
     pv.data = packed.data();
     pv.packed = true;
-    const size_t rb = *row_bytes(t, k);
-    std::vector<uint8_t> row(rb);
+    const DType ut = unpacked_type(t);
+    std::vector<uint8_t> row(*row_bytes(ut, k));
+    std::vector<float> got(static_cast<size_t>(k)), want(static_cast<size_t>(k));
     for (int64_t r = 0; r < rows; ++r) {
       unpack_row(pv, r, row.data());
-      ASSERT_EQ(std::memcmp(row.data(), w.view.row(r), rb), 0) << dtype_name(t) << " row " << r;
+      if (ut == t) {
+        ASSERT_EQ(std::memcmp(row.data(), w.view.row(r), row.size()), 0) << dtype_name(t) << " row " << r;
+      } else {
+        type_kernels(ut)->to_float(row.data(), got.data(), k);
+        type_kernels(t)->to_float(w.view.row(r), want.data(), k);
+        ASSERT_EQ(got, want) << dtype_name(t) << " row " << r;
+      }
     }
   }
 }
