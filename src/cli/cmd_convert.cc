@@ -79,8 +79,12 @@ Status convert_hf(const ConvertArgs& a) {
   DUET_ASSIGN(const std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(a.model));
   DUET_ASSIGN(const GgufWriter w, hf_to_gguf(*ck, dtype));
   DUET_TRY(w.write(a.output));
+  const HfQuantization& q = ck->config().quant;
+  // A quantized folder's layers are repacked, not kept as stored; say which way.
+  const std::string repacked = q.name + " layers repacked to Q4_0/Q4_1/Q8_0";
   print_written(a.output, ck->config().model, ck->config().hf_architecture,
-                dtype ? dtype_name(*dtype) : "dtypes as stored");
+                dtype ? dtype_name(*dtype)
+                      : q.method == HfQuantMethod::kNone ? std::string_view("dtypes as stored") : repacked);
   return {};
 }
 

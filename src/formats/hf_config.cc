@@ -260,6 +260,9 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (c.rope_scaling.type == "longrope") DUET_TRY(set_longrope(j, src, c));
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
+  if (const json* q = field(j, "quantization_config")) {
+    DUET_ASSIGN(c.quant, parse_hf_quantization(*q, src));
+  }
 
   if (mistral) {
     c.model.sliding_window = 4096;  // MistralConfig's default; null turns it off

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "formats/hf_quant_config.h"
 #include "formats/model_config.h"
 
 namespace duet {
@@ -34,6 +35,7 @@ struct HfConfig {
   HfRopeScaling rope_scaling;
   int64_t bos_token_id = -1;             // -1: not given
   int64_t eos_token_id = -1;             // the first when config.json lists several
+  HfQuantization quant;                  // method kNone unless quantization_config is given
   // HF's rotate-half RoPE pairs (i, i + d/2); llama-arch GGUF pairs (2i, 2i+1),
   // so Q/K rows are permuted on import. Qwen2's GGUF keeps the NeoX pairing.
   bool permute_qk() const { return model.arch == "llama"; }

@@ -80,8 +80,25 @@ Status HfCheckpoint::plan_tensors() {
   // shape is HF's [out, in] (or [n] for vectors).
   auto add = [&](const std::string& hf_name, std::string gguf_name, std::vector<int64_t> shape,
                  int32_t permute_heads, float plus) -> Status {
+    const bool matrix = shape.size() == 2 && hf_name.size() > 7 &&
+                        hf_name.compare(hf_name.size() - 7, 7, ".weight") == 0;
+    const std::string layer = matrix ? hf_name.substr(0, hf_name.size() - 7) : hf_name;
+    if (matrix) {
+      DUET_ASSIGN(std::optional<QuantizedLinear> q,
+                  QuantizedLinear::find(weights_, c.quant, dir_, layer, shape[0], shape[1]));
+      if (q) {
+        used.insert(q->sources().begin(), q->sources().end());
+        plans_.push_back({std::move(gguf_name), nullptr, c.permute_qk() ? permute_heads : 0, 0.0f,
+                          std::make_shared<const QuantizedLinear>(std::move(*q))});
+        return {};
+      }
+    }
     const SafetensorsTensor* t = weights_.find(hf_name);
+    if (!t && matrix && weights_.find(layer + ".qweight"))
+      return err(dir_, ": missing tensor ", hf_name, " (the folder holds ", layer,
+                 ".qweight but config.json has no GPTQ or AWQ quantization_config)");
     if (!t) return err(dir_, ": missing tensor ", hf_name);
+    DUET_TRY(check_plain(*t));
     if (t->shape != shape) {
       std::string got, want;
       for (int64_t d : t->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
@@ -90,7 +107,7 @@ Status HfCheckpoint::plan_tensors() {
                  want, "]");
     }
     used.insert(hf_name);
-    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0, plus});
+    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0, plus, nullptr});
     return {};
   };
 
@@ -116,6 +133,17 @@ Status HfCheckpoint::plan_tensors() {
                  m.n_layers, " layers", m.qkv_bias ? "" : " and no attention bias");
   }
   return {};
+}
+
+// A tensor read as plain floats must be stored as floats: an int or FP8
+// tensor here is a quantized layer the config did not declare.
+Status HfCheckpoint::check_plain(const SafetensorsTensor& t) const {
+  if (!t.fp8_e4m3 && (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16)) return {};
+  const std::string stored = t.fp8_e4m3 ? "F8_E4M3" : std::string(dtype_name(t.dtype));
+  if (config_.quant.method == HfQuantMethod::kNone)
+    return err(dir_, ": tensor ", t.name, " is stored as ", stored, " but config.json has no quantization_config");
+  return err(dir_, ": tensor ", t.name, " is stored as ", stored, ", which quant_method ", config_.quant.name,
+             " does not use for it (F32, F16 or BF16 expected)");
 }
 
 // One layer's tensors: HF's names for the architecture, GGUF's as
@@ -168,7 +196,7 @@ Status HfCheckpoint::add_computed(std::string name, std::vector<float> values) {
   if (static_cast<int32_t>(values.size()) * 2 != config_.model.rope_dim)
     return err(dir_, ": ", name, " has ", values.size(), " values; RoPE rotates ", config_.model.rope_dim, " dims");
   computed_.emplace_back(name, std::move(values));
-  plans_.push_back({std::move(name), nullptr, 0});
+  plans_.push_back({std::move(name), nullptr, 0, 0.0f, nullptr});
   return {};
 }
 
@@ -209,6 +237,7 @@ Status HfCheckpoint::set_metadata() {
 Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
                                         std::vector<uint8_t>& buffer) const {
   const Plan& p = plans_[i];
+  if (p.quant) return quantized_tensor(p, dtype, buffer);
   TensorView v;
   v.name = p.name;
   if (!p.source) {  // computed: F32 [rope_dim/2]
@@ -249,6 +278,26 @@ Result<TensorView> HfCheckpoint::tensor(size_t i, std::optional<DType> dtype,
     auto* f = reinterpret_cast<float*>(buffer.data());
     for (int64_t i = 0; i < s.elements(); ++i) f[i] += p.add;
   }
+  v.data = buffer.data();
+  return v;
+}
+
+// A quantized layer in `dtype` when one is asked for (the float types:
+// dequantized), else in its native layout; always a fresh buffer.
+Result<TensorView> HfCheckpoint::quantized_tensor(const Plan& p, std::optional<DType> dtype,
+                                                  std::vector<uint8_t>& buffer) const {
+  const QuantizedLinear& q = *p.quant;
+  TensorView v;
+  v.name = p.name;
+  v.dtype = dtype.value_or(q.native());
+  v.n_dims = 2;
+  v.ne[0] = q.in();
+  v.ne[1] = q.out();
+  DUET_ASSIGN(const size_t row, row_bytes(v.dtype, q.in()));
+  v.nbytes = row * static_cast<size_t>(q.out());
+  buffer.resize(v.nbytes);
+  const int64_t hd = p.permute_heads > 0 ? q.out() / p.permute_heads : 0;
+  DUET_TRY(q.write(v.dtype, [hd](int64_t r) { return hd > 0 ? hf_row(r, hd) : r; }, buffer.data()));
   v.data = buffer.data();
   return v;
 }

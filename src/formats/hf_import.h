@@ -7,6 +7,9 @@
 // rope_scaling as a rope_freqs.weight tensor. Two uses: `duet convert`
 // writes it to a file; `hf_as_gguf` serves it in memory to Model::load, with
 // the matrices that need no change still views of the mapped safetensors.
+// Pre-quantized checkpoints (config.json's quantization_config: GPTQ, AWQ,
+// FP8) have their linear layers repacked into Q4_0 / Q4_1 / Q8_0
+// (formats/hf_quantized.h), or dequantized when a float dtype is asked for.
 #pragma once
 
 #include <functional>
@@ -18,6 +21,7 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "formats/hf_quantized.h"
 #include "formats/safetensors.h"
 
 namespace duet {
@@ -34,8 +38,8 @@ class HfCheckpoint {
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
   size_t n_tensors() const { return plans_.size(); }
 
-  // GGUF tensor i: 2-D weights in `dtype` (nullopt: as stored), vectors in
-  // F32. The view points into the mapped file when the bytes need no change;
+  // GGUF tensor i: 2-D weights in `dtype` (nullopt: as stored, or a
+  // quantized layer's native() layout), vectors in F32. The view points into the mapped file when the bytes need no change;
   // otherwise into `buffer`, which this fills.
   Result<TensorView> tensor(size_t i, std::optional<DType> dtype,
                             std::vector<uint8_t>& buffer) const;
@@ -46,11 +50,15 @@ class HfCheckpoint {
     const SafetensorsTensor* source = nullptr;  // null: computed_ of the same name
     int32_t permute_heads = 0;                 // > 0: rows of this many heads permuted
     float add = 0.0f;                          // added to every element (Gemma's norms: 1 + w)
+    std::shared_ptr<const QuantizedLinear> quant;  // set: a pre-quantized layer (source is null)
   };
   Status plan_layer(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
                                                           int32_t, float)>& add);
   Status plan_tensors();
   Status set_metadata();
+  Status check_plain(const SafetensorsTensor& t) const;
+  Result<TensorView> quantized_tensor(const Plan& p, std::optional<DType> dtype,
+                                      std::vector<uint8_t>& buffer) const;
 
   std::string dir_;
   HfConfig config_;

@@ -24,8 +24,10 @@ Result<DType> parse_st_dtype(const std::string& path, const std::string& name,
   if (dtype == "F32") return DType::F32;
   if (dtype == "F16") return DType::F16;
   if (dtype == "BF16") return DType::BF16;
+  if (dtype == "I32") return DType::I32;
+  if (dtype == "F8_E4M3") return DType::I8;  // one byte each; the caller marks it fp8_e4m3
   return err(path, ": tensor '", name, "' has dtype ", dtype,
-             " which duet does not read (supported: F32, F16, BF16)");
+             " which duet does not read (supported: F32, F16, BF16, I32, F8_E4M3)");
 }
 
 Result<uint64_t> get_u64(const json& v, const std::string& path, const std::string& what) {
@@ -52,6 +54,7 @@ Result<SafetensorsTensor> parse_entry(const std::string& path, const std::string
   SafetensorsTensor t;
   t.name = name;
   DUET_ASSIGN(t.dtype, parse_st_dtype(path, name, dtype_it->get<std::string>()));
+  t.fp8_e4m3 = *dtype_it == "F8_E4M3";
   if (shape_it->size() > kMaxRank)
     return err(path, ": tensor '", name, "' has rank ", shape_it->size(), " (limit ", kMaxRank, ")");
   uint64_t elements = 1;

@@ -17,7 +17,10 @@ namespace duet {
 
 struct SafetensorsTensor {
   std::string name;
-  DType dtype = DType::F32;      // F32, F16 or BF16
+  // F32, F16, BF16; I32 (the packed nibbles of GPTQ/AWQ); I8 for F8_E4M3,
+  // which GGUF has no type for: its bytes are E4M3 floats, and fp8_e4m3 says so.
+  DType dtype = DType::F32;
+  bool fp8_e4m3 = false;
   std::vector<int64_t> shape;    // row-major as stored: shape.back() is contiguous
   const uint8_t* data = nullptr;
   size_t nbytes = 0;

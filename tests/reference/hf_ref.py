@@ -22,7 +22,7 @@ import os
 
 import torch
 
-ST_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+ST_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int32: "I32"}
 
 
 def tensor_bytes(t):
@@ -33,11 +33,13 @@ def tensor_bytes(t):
 
 
 def write_safetensors(path, tensors):
-    """tensors: {name: torch tensor}; written in insertion order."""
+    """tensors: {name: torch tensor, or (safetensors dtype, uint8 tensor of
+    its bytes) for a type torch lacks, e.g. F8_E4M3}; in insertion order."""
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
+        st_dtype, t = t if isinstance(t, tuple) else (ST_DTYPES[t.dtype], t)
         data = tensor_bytes(t)
-        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape),
+        header[name] = {"dtype": st_dtype, "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -227,9 +229,12 @@ def softcap(x, cap):
 
 
 def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
-            softcaps=True, local_rope=True):
+            softcaps=True, local_rope=True, layer_input=None):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
-    switches turn a feature off, so a test can show it matters."""
+    switches turn a feature off, so a test can show it matters; layer_input,
+    if given, is applied to the input of every layer's matmul (to model an
+    engine's rounding of activations)."""
+    li = layer_input or (lambda t: t)
     w = {k: v.to(torch.float64) for k, v in weights.items()}
     arch = arch_of(cfg)
     gemma = arch in GEMMA
@@ -264,7 +269,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
         h = norm(x, p + "input_layernorm.weight")
 
         def proj(name):
-            y = h @ w[p + f"self_attn.{name}.weight"].T
+            y = li(h) @ w[p + f"self_attn.{name}.weight"].T
             b = p + f"self_attn.{name}.bias"
             return y + w[b] if biases and b in w else y
 
@@ -284,7 +289,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
         scores = softcap(torch.einsum("qhd,khd->hqk", q, k) * scale, attn_cap)
         scores = scores.masked_fill(~(windowed if slides else causal), float("-inf"))
         att = torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).reshape(n, heads * hd)
-        o = att @ w[p + "self_attn.o_proj.weight"].T
+        o = li(att) @ w[p + "self_attn.o_proj.weight"].T
         if gemma:
             x = x + norm(o, p + "post_attention_layernorm.weight")
             h = norm(x, p + "pre_feedforward_layernorm.weight")
@@ -292,11 +297,11 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             x = x + o
             h = norm(x, p + "post_attention_layernorm.weight")
         if arch == "Phi3ForCausalLM":
-            gate, up = (h @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
+            gate, up = (li(h) @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
         else:
-            gate, up = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+            gate, up = li(h) @ w[p + "mlp.gate_proj.weight"].T, li(h) @ w[p + "mlp.up_proj.weight"].T
         act = torch.nn.functional.gelu(gate, approximate="tanh") if gemma else torch.nn.functional.silu(gate)
-        m = (act * up) @ w[p + "mlp.down_proj.weight"].T
+        m = li(act * up) @ w[p + "mlp.down_proj.weight"].T
         x = x + (norm(m, p + "post_feedforward_layernorm.weight") if gemma else m)
     x = norm(x, "model.norm.weight")
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
