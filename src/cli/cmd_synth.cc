@@ -10,6 +10,7 @@ namespace {
 
 struct SynthArgs {
   std::string like;
+  std::string arch;
   std::string vocab;
   std::string dtype = "f32";
   uint64_t seed = 0;
@@ -53,6 +54,7 @@ Result<ModelConfig> requested_shape(const SynthArgs& a, const CLI::App& app) {
   for (const auto& f : kFloatFlags)
     if (given(f.name)) shape.*f.field = a.shape.*f.field;
   if (given("--tied")) shape.tied_output = true;
+  if (given("--arch")) shape.arch = a.arch;
   if (given("--heads") && !given("--kv-heads")) shape.n_kv_heads = a.shape.n_heads;  // no GQA
   // --vocab supplies the size; --vocab-size then only has to agree with it.
   if (!a.vocab.empty() && !given("--vocab-size")) shape.n_vocab = 0;
@@ -74,6 +76,9 @@ const bool registered = register_command(
       auto a = std::make_shared<SynthArgs>();
       app.add_option("--like", a->like,
                      "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini");
+      app.add_option("--arch", a->arch,
+                     "architecture of the tensors: llama, qwen3, gemma2, gemma3, phi3 (default: the preset's; "
+                     "e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's shape and bytes)");
       app.add_option("--vocab", a->vocab, "GGUF whose tokenizer (and vocab size) is copied");
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");
       app.add_option("--seed", a->seed, "random seed");

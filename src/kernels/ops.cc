@@ -77,7 +77,9 @@ double exp_shifted_scalar(const float* x, float shift, double* out, int64_t n) {
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) { kernels().swiglu()(gate, up, out, n); }
 
-void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {
+void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) { kernels().geglu()(gate, up, out, n); }
+
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t i = 0; i < n; ++i) {
     const float x = gate[i];

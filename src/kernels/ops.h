@@ -54,7 +54,10 @@ void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 // out[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (GeGLU, as
-// Gemma's "gelu_pytorch_tanh"). out may alias gate.
+// Gemma's "gelu_pytorch_tanh"). out may alias gate. The vector version
+// writes 0.5 (1 + tanh(u)) as sigmoid(2u), one exp per element.
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 }  // namespace duet

@@ -29,6 +29,23 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), c = _mm512_set1_ps(-2.0f * 0.7978845608028654f),
+               c3 = _mm512_set1_ps(0.044715f);
+  // x * sigmoid(2u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+  const auto gelu = [&](__m512 x) {
+    const __m512 minus_2u = _mm512_mul_ps(c, _mm512_fmadd_ps(_mm512_mul_ps(c3, x), _mm512_mul_ps(x, x), x));
+    return _mm512_div_ps(x, _mm512_add_ps(one, vec_math::exp(minus_2u)));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(gelu(_mm512_loadu_ps(gate + i)), _mm512_loadu_ps(up + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(gelu(_mm512_maskz_loadu_ps(m, gate + i)), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
 namespace {
 
 // exp(x) in double, 8 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts,

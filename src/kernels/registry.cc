@@ -10,7 +10,8 @@ namespace {
 using enum CpuLevel;
 
 // Operation names, by KernelImpl alternative.
-constexpr std::string_view kOpNames[] = {"dot", "packed_gemm", "kv_rows", "attend_rows", "exp", "swiglu", "probes"};
+constexpr std::string_view kOpNames[] = {"dot",  "packed_gemm", "kv_rows", "attend_rows", "exp",
+                                         "swiglu", "geglu",     "probes"};
 static_assert(std::size(kOpNames) == std::variant_size_v<KernelImpl>);
 
 constexpr size_t kKvRowsOp = 2;
@@ -94,6 +95,8 @@ std::vector<KernelEntry> make_table() {
       {&exp_shifted_avx512, kAvx512, "avx512 vector exp"},
       {&swiglu_scalar, kScalar, "scalar std::exp"},
       {&swiglu_avx512, kAvx512, "avx512 vector exp"},
+      {GegluFn{&geglu_tanh_scalar}, kScalar, "scalar std::tanh"},
+      {GegluFn{&geglu_tanh_avx512}, kAvx512, "avx512 vector exp, as sigmoid(2u)"},
       {&kProbesScalar, kScalar, "scalar"},
       {&kProbesAvx2, kAvx2, "avx2"},
       {&kProbesAvx512, kAvx512, "avx512 vnni"},

@@ -32,10 +32,15 @@ namespace duet {
 using AttendRowsFn = decltype(&attend_rows_avx512);
 using ExpShiftedFn = decltype(&exp_shifted_scalar);
 using SwigluFn = decltype(&swiglu_scalar);
+// The same signature as SwigluFn: a struct of its own keeps it a separate
+// alternative (operation) of KernelImpl.
+struct GegluFn {
+  SwigluFn fn = nullptr;
+};
 
 // What an entry provides; which alternative it holds is its operation.
 using KernelImpl = std::variant<const TypeKernels*, const PackedKernels*, const KvRowKernels*, AttendRowsFn,
-                                ExpShiftedFn, SwigluFn, const ProbeKernels*>;
+                                ExpShiftedFn, SwigluFn, GegluFn, const ProbeKernels*>;
 
 struct KernelEntry {
   KernelEntry(KernelImpl i, DType t, CpuLevel l, std::string_view n)
@@ -66,6 +71,7 @@ class KernelSet {
   AttendRowsFn attend_rows() const { return get<AttendRowsFn>(0); }  // nullptr where none
   ExpShiftedFn exp_shifted() const { return get<ExpShiftedFn>(0); }
   SwigluFn swiglu() const { return get<SwigluFn>(0); }
+  SwigluFn geglu() const { return get<GegluFn>(0).fn; }
   const ProbeKernels* probes() const { return get<const ProbeKernels*>(0); }
 
   // The chosen entries, in the table's order.

@@ -116,5 +116,21 @@ TEST(Ops, SwigluMatchesDoubleAtEveryLevel) {
   }
 }
 
+TEST(Ops, GegluMatchesDoubleAtEveryLevel) {
+  const int64_t n = 1001;
+  const auto g = random_floats(n, 7, -12.0f, 12.0f);
+  const auto u = random_floats(n, 8, -2.0f, 2.0f);
+  for (CpuLevel level : testing::runnable_levels()) {
+    std::vector<float> out(n);
+    kernels_at(level).geglu()(g.data(), u.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = g[i], inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      const double want = 0.5 * x * (1.0 + std::tanh(inner)) * u[i];
+      // Far left, gelu's tail is tiny and its relative error large: an absolute floor covers it.
+      ASSERT_NEAR(out[i], want, 16 * 0x1p-24 * std::fabs(want) + 1e-6) << "g=" << g[i] << " at " << cpu_level_name(level);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace duet
