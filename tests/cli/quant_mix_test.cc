@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/prompt_logits.h"
 #include "test_util.h"
 
 namespace duet {
@@ -36,23 +37,7 @@ std::vector<std::string> quantized_models() {
 bool unsupported(const std::string& name) { return name.find("IQ3_S") != std::string::npos; }
 
 std::vector<float> logits_of(const std::string& model, const TempDir& dir) {
-  const std::string out = dir.file("logits.bin");
-  const auto r = run_duet("logits -t 1 -m " + model + " -p 'Once upon a time there was a little girl' -o " + out);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  const std::string bytes = read_file(out);
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
-// RMS of a - b over RMS of b.
-double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    ref += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / ref);
+  return prompt_logits(model, "Once upon a time there was a little girl", dir);
 }
 
 TEST(QuantMix, EveryFileGenerates32Tokens) {

@@ -13,6 +13,7 @@
 #include "formats/llama_names.h"
 #include "kernels/quant.h"
 #include "quantize/rows.h"
+#include "cli/prompt_logits.h"
 #include "test_util.h"
 
 namespace duet {
@@ -138,26 +139,8 @@ TEST(QuantizeCli, FourBitTypesStayWithinThePerplexityBound) {
   }
 }
 
-// Logits of the prompt, from `duet logits`.
-std::vector<float> prompt_logits(const std::string& model, const TempDir& dir) {
-  const std::string out = dir.file("logits.bin");
-  const auto r = run_duet("logits -t 1 -m " + model + " -p 'Once upon a time there was a little girl named Lily who' -o " + out);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  const std::string bytes = read_file(out);
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
-// RMS of a - b over RMS of b.
-double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, ref = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    ref += static_cast<double>(b[i]) * b[i];
-  }
-  return std::sqrt(diff / ref);
+std::vector<float> story_logits(const std::string& model, const TempDir& dir) {
+  return prompt_logits(model, "Once upon a time there was a little girl named Lily who", dir);
 }
 
 // The mix types on tiny256 (rows of 256, 768: no fallbacks), against the
@@ -170,7 +153,7 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(QuantizeCli, MixTypesStayAsCloseToF32AsLlamaCppFiles) {
   TempDir dir;
   const std::string ref = shared_path("models/quant-ref");
-  const std::vector<float> f32 = prompt_logits(ref + "/tiny256-f32.gguf", dir);
+  const std::vector<float> f32 = story_logits(ref + "/tiny256-f32.gguf", dir);
   for (const std::string type : {"Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0"}) {
     const std::string out = dir.file(type + ".gguf");
     std::string lower = type;
@@ -178,8 +161,8 @@ TEST(QuantizeCli, MixTypesStayAsCloseToF32AsLlamaCppFiles) {
     const auto r = quantize(ref + "/tiny256-f32.gguf " + out + " " + lower);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find(type + ": 14"), std::string::npos) << r.output;  // every block matrix
-    const double ours = relative_rms(prompt_logits(out, dir), f32);
-    const double theirs = relative_rms(prompt_logits(ref + "/tiny256-" + type + ".gguf", dir), f32);
+    const double ours = relative_rms(story_logits(out, dir), f32);
+    const double theirs = relative_rms(story_logits(ref + "/tiny256-" + type + ".gguf", dir), f32);
     std::printf("tiny256 %s: logits %.2f%% from F32 (llama.cpp --pure %.2f%%)\n", type.c_str(), 100 * ours,
                 100 * theirs);
     EXPECT_LT(ours, theirs) << type;
