@@ -35,6 +35,9 @@ constexpr ShapeFlag<int32_t> kIntFlags[] = {
     {"--head-dim", &ModelConfig::head_dim, "head dimension (default dim/heads)"},
     {"--vocab-size", &ModelConfig::n_vocab, "vocabulary size"},
     {"--ctx", &ModelConfig::ctx_len, "context length"},
+    {"--experts", &ModelConfig::n_experts, "experts per layer (a mixture of experts)"},
+    {"--experts-used", &ModelConfig::n_experts_used, "experts each token uses"},
+    {"--expert-ffn", &ModelConfig::expert_ffn_dim, "each expert's feed-forward length"},
 };
 constexpr ShapeFlag<float> kFloatFlags[] = {
     {"--rope-base", &ModelConfig::rope_base, "RoPE frequency base"},
@@ -75,9 +78,10 @@ const bool registered = register_command(
     "synth", "write a random-weight model of a real or custom shape", [](CLI::App& app) {
       auto a = std::make_shared<SynthArgs>();
       app.add_option("--like", a->like,
-                     "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini");
+                     "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, "
+                     "mixtral-8x7b, qwen3-30b-a3b");
       app.add_option("--arch", a->arch,
-                     "architecture of the tensors: llama, qwen3, gemma2, gemma3, phi3 (default: the preset's; "
+                     "architecture of the tensors: llama, qwen3, qwen3moe, gemma2, gemma3, phi3 (default: the preset's; "
                      "e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's shape and bytes)");
       app.add_option("--vocab", a->vocab, "GGUF whose tokenizer (and vocab size) is copied");
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");

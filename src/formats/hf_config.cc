@@ -125,7 +125,7 @@ struct HfArch {
 constexpr HfArch kHfArchs[] = {
     {"LlamaForCausalLM", "llama"},   {"MistralForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
-    {"Phi3ForCausalLM", "phi3"},
+    {"Phi3ForCausalLM", "phi3"},     {"MixtralForCausalLM", "llama"}, {"Qwen3MoeForCausalLM", "qwen3moe"},
 };
 
 std::string supported_hf_archs() {
@@ -190,6 +190,41 @@ Status set_longrope(const json& j, const std::string& src, HfConfig& c) {
   return {};
 }
 
+// Mixtral: num_local_experts experts of intermediate_size, every layer.
+// Qwen3-MoE: num_experts of moe_intermediate_size, on the layers that
+// decoder_sparse_step selects and mlp_only_layers does not name (those keep
+// a dense MLP of intermediate_size); norm_topk_prob as the class defaults it.
+Status read_experts(const json& j, const std::string& src, bool mixtral, HfConfig& c) {
+  ModelConfig& m = c.model;
+  DUET_TRY(read_int(j, mixtral ? "num_local_experts" : "num_experts", src, 1, 4096, &m.n_experts, false));
+  if (m.n_experts == 0) m.n_experts = mixtral ? 8 : 128;
+  m.n_experts_used = mixtral ? 2 : 8;
+  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used, false));
+  if (m.n_experts_used > m.n_experts)
+    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  m.expert_ffn_dim = m.ffn_dim;
+  if (mixtral) return {};
+  m.expert_ffn_dim = 768;
+  DUET_TRY(read_int(j, "moe_intermediate_size", src, 1, 8 * kMaxDim, &m.expert_ffn_dim, false));
+  m.expert_weights_norm = false;
+  DUET_TRY(read_bool(j, "norm_topk_prob", src, &m.expert_weights_norm));
+  int32_t step = 1;
+  DUET_TRY(read_int(j, "decoder_sparse_step", src, 1, 4096, &step, false));
+  std::vector<bool> dense(static_cast<size_t>(m.n_layers), false);
+  for (int32_t l = 0; l < m.n_layers; ++l) dense[static_cast<size_t>(l)] = (l + 1) % step != 0;
+  if (const json* only = field(j, "mlp_only_layers")) {
+    if (!only->is_array()) return err(src, ": \"mlp_only_layers\" must be a list of layer indices");
+    for (const json& l : *only) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= m.n_layers)
+        return err(src, ": mlp_only_layers names ", l.dump(), ", not a layer of ", m.n_layers);
+      dense[static_cast<size_t>(l.get<int64_t>())] = true;
+    }
+  }
+  for (int32_t l = 0; l < m.n_layers; ++l)
+    if (dense[static_cast<size_t>(l)]) c.dense_layers.push_back(l);
+  return {};
+}
+
 }  // namespace
 
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
@@ -205,7 +240,8 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   const bool mistral = c.hf_architecture == "MistralForCausalLM";
   for (const HfArch& a : kHfArchs)
     if (c.hf_architecture == a.hf) c.model.arch = a.gguf;
-  if (c.model.arch.empty() || (c.model.arch == "llama" && c.hf_architecture != "LlamaForCausalLM" && !mistral))
+  const bool mixtral = c.hf_architecture == "MixtralForCausalLM";
+  if (c.model.arch.empty() || (c.model.arch == "llama" && c.hf_architecture != "LlamaForCausalLM" && !mistral && !mixtral))
     return err(src, ": architecture ", c.hf_architecture, " is not supported (supported: ", supported_hf_archs(), ")");
   const bool gemma = c.model.arch == "gemma2" || c.model.arch == "gemma3";
   c.model.rms_eps = 1e-6f;  // the transformers classes' default, not GGUF's
@@ -264,12 +300,15 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
     DUET_ASSIGN(c.quant, parse_hf_quantization(*q, src));
   }
 
-  if (mistral) {
+  if (mixtral || c.model.arch == "qwen3moe") DUET_TRY(read_experts(j, src, mixtral, c));
+  if (mixtral) {
+    DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
+  } else if (mistral) {
     c.model.sliding_window = 4096;  // MistralConfig's default; null turns it off
     const auto it = j.find("sliding_window");
     if (it != j.end() && it->is_null()) c.model.sliding_window = 0;
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
-  } else if (qwen2 || c.model.arch == "qwen3") {
+  } else if (qwen2 || c.model.arch == "qwen3" || c.model.arch == "qwen3moe") {
     // Qwen2 slides only from layer max_window_layers on; duet's window is
     // model-wide, so a window over some layers but not others is refused.
     bool use = false;

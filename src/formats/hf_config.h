@@ -1,9 +1,11 @@
 // A Hugging Face model folder's config.json: the architecture and the
 // hyper-parameters of the llama family (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM), with the defaults of their transformers configuration
+// Qwen2/3, Gemma 2/3, Phi-3, and the mixtures of experts Mixtral and
+// Qwen3-MoE), with the defaults of their transformers configuration
 // classes where a key is absent or null.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +38,12 @@ struct HfConfig {
   int64_t bos_token_id = -1;             // -1: not given
   int64_t eos_token_id = -1;             // the first when config.json lists several
   HfQuantization quant;                  // method kNone unless quantization_config is given
+  // Of a mixture of experts, the layers whose MLP is dense (Qwen3-MoE's
+  // mlp_only_layers and decoder_sparse_step); the others route to experts.
+  std::vector<int32_t> dense_layers;
+  bool moe_layer(int32_t l) const {
+    return model.moe() && std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end();
+  }
   // HF's rotate-half RoPE pairs (i, i + d/2); llama-arch GGUF pairs (2i, 2i+1),
   // so Q/K rows are permuted on import. Qwen2's GGUF keeps the NeoX pairing.
   bool permute_qk() const { return model.arch == "llama"; }

@@ -89,7 +89,7 @@ Status HfCheckpoint::plan_tensors() {
       if (q) {
         used.insert(q->sources().begin(), q->sources().end());
         plans_.push_back({std::move(gguf_name), nullptr, c.permute_qk() ? permute_heads : 0, 0.0f,
-                          std::make_shared<const QuantizedLinear>(std::move(*q))});
+                          std::make_shared<const QuantizedLinear>(std::move(*q)), "", -1});
         return {};
       }
     }
@@ -107,7 +107,7 @@ Status HfCheckpoint::plan_tensors() {
                  want, "]");
     }
     used.insert(hf_name);
-    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0, plus, nullptr});
+    plans_.push_back({std::move(gguf_name), t, c.permute_qk() ? permute_heads : 0, plus, nullptr, "", -1});
     return {};
   };
 
@@ -170,7 +170,7 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
     DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
   }
-  if (m.arch == "qwen3" || m.arch == "gemma3") {
+  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {
     DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
     DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
   }
@@ -182,13 +182,45 @@ Status HfCheckpoint::plan_layer(
   } else {
     DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, 0.0f));
   }
-  if (m.arch == "phi3") {
+  if (config_.moe_layer(b)) {
+    DUET_TRY(plan_experts(l, add));
+  } else if (m.arch == "phi3") {
     DUET_TRY(add(p + "mlp.gate_up_proj.weight", n::blk(b, n::kFfnUp), {2 * int64_t{m.ffn_dim}, m.dim}, 0, 0.0f));
   } else {
     DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {m.ffn_dim, m.dim}, 0, 0.0f));
     DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {m.ffn_dim, m.dim}, 0, 0.0f));
   }
-  DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0, 0.0f));
+  if (!config_.moe_layer(b))
+    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0, 0.0f));
+  return {};
+}
+
+// A mixture-of-experts layer: the router, then every expert's gate, every
+// up, every down (each kind's experts consecutive, so convert can stack
+// them as GGUF's ffn_*_exps). Mixtral calls gate, down, up w1, w2, w3.
+Status HfCheckpoint::plan_experts(
+    int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>, int32_t, float)>& add) {
+  const ModelConfig& m = config_.model;
+  const bool mixtral = config_.hf_architecture == "MixtralForCausalLM";
+  const std::string p = layer_prefix(l) + (mixtral ? "block_sparse_moe." : "mlp.");
+  const int b = static_cast<int>(l);
+  DUET_TRY(add(p + "gate.weight", n::blk(b, n::kFfnRouter), {m.n_experts, m.dim}, 0, 0.0f));
+  struct Kind {
+    const char* hf;
+    const std::string& split;
+    const std::string& stacked;
+    int64_t rows, cols;
+  };
+  const Kind kinds[] = {{mixtral ? "w1" : "gate_proj", n::kFfnGate, n::kFfnGateExps, m.expert_ffn_dim, m.dim},
+                        {mixtral ? "w3" : "up_proj", n::kFfnUp, n::kFfnUpExps, m.expert_ffn_dim, m.dim},
+                        {mixtral ? "w2" : "down_proj", n::kFfnDown, n::kFfnDownExps, m.dim, m.expert_ffn_dim}};
+  for (const Kind& k : kinds)
+    for (int e = 0; e < m.n_experts; ++e) {
+      DUET_TRY(add(p + "experts." + std::to_string(e) + "." + k.hf + ".weight", n::blk_expert(b, k.split, e),
+                   {k.rows, k.cols}, 0, 0.0f));
+      plans_.back().stacked = n::blk(b, k.stacked);
+      plans_.back().expert = e;
+    }
   return {};
 }
 
@@ -196,7 +228,7 @@ Status HfCheckpoint::add_computed(std::string name, std::vector<float> values) {
   if (static_cast<int32_t>(values.size()) * 2 != config_.model.rope_dim)
     return err(dir_, ": ", name, " has ", values.size(), " values; RoPE rotates ", config_.model.rope_dim, " dims");
   computed_.emplace_back(name, std::move(values));
-  plans_.push_back({std::move(name), nullptr, 0, 0.0f, nullptr});
+  plans_.push_back({std::move(name), nullptr, 0, 0.0f, nullptr, "", -1});
   return {};
 }
 
@@ -309,11 +341,23 @@ Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype
     DUET_ASSIGN(const uint32_t file_type, llama_file_type(*dtype));
     w.set(n::kFileType, GgufValue::of_u32(file_type));
   }
-  std::vector<uint8_t> buffer;
+  std::vector<uint8_t> buffer, stack;
   for (size_t i = 0; i < ck.n_tensors(); ++i) {
     DUET_ASSIGN(const TensorView t, ck.tensor(i, dtype, buffer));
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-    DUET_TRY(w.add_tensor(t.name, t.dtype, std::move(ne), t.data, t.nbytes));
+    const auto [stacked, expert] = ck.expert_of(i);
+    if (stacked.empty()) {
+      DUET_TRY(w.add_tensor(t.name, t.dtype, std::move(ne), t.data, t.nbytes));
+      continue;
+    }
+    // GGUF stacks a layer's experts as one [cols, rows, n_experts] tensor.
+    if (expert == 0) stack.clear();
+    const auto* bytes = static_cast<const uint8_t*>(t.data);
+    stack.insert(stack.end(), bytes, bytes + t.nbytes);
+    if (expert + 1 == ck.config().model.n_experts) {
+      ne.push_back(expert + 1);
+      DUET_TRY(w.add_tensor(stacked, t.dtype, std::move(ne), stack.data(), stack.size()));
+    }
   }
   return w;
 }

@@ -37,6 +37,11 @@ class HfCheckpoint {
   // Architecture, hyper-parameters and tokenizer keys, in GGUF form.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
   size_t n_tensors() const { return plans_.size(); }
+  // Of tensor i, one expert's matrix of a mixture of experts: the stacked
+  // GGUF tensor it belongs to and its index there; ("", -1) for the rest.
+  // (Served in place, each expert stays a tensor of its own,
+  // blk.L.ffn_gate.E.weight; convert stacks them.)
+  std::pair<std::string, int32_t> expert_of(size_t i) const { return {plans_[i].stacked, plans_[i].expert}; }
 
   // GGUF tensor i: 2-D weights in `dtype` (nullopt: as stored, or a
   // quantized layer's native() layout), vectors in F32. The view points into the mapped file when the bytes need no change;
@@ -51,9 +56,13 @@ class HfCheckpoint {
     int32_t permute_heads = 0;                 // > 0: rows of this many heads permuted
     float add = 0.0f;                          // added to every element (Gemma's norms: 1 + w)
     std::shared_ptr<const QuantizedLinear> quant;  // set: a pre-quantized layer (source is null)
+    std::string stacked;                       // an expert's: the GGUF tensor of the layer's experts
+    int32_t expert = -1;
   };
   Status plan_layer(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
                                                           int32_t, float)>& add);
+  Status plan_experts(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
+                                                            int32_t, float)>& add);
   Status plan_tensors();
   Status set_metadata();
   Status check_plain(const SafetensorsTensor& t) const;

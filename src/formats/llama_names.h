@@ -36,6 +36,13 @@ inline const std::string kSlidingWindow = "attention.sliding_window";
 inline const std::string kAttnScale = "attention.scale";  // multiplies q·k (else 1/sqrt(head_dim))
 inline const std::string kAttnSoftcap = "attn_logit_softcapping";
 inline const std::string kFinalSoftcap = "final_logit_softcapping";
+// Mixture of experts: experts per layer, experts each token uses, each
+// expert's FFN width (Qwen3-MoE; Mixtral's is feed_forward_length), and
+// whether the chosen experts' weights are renormalised to sum to 1.
+inline const std::string kExpertCount = "expert_count";
+inline const std::string kExpertUsedCount = "expert_used_count";
+inline const std::string kExpertFfnLength = "expert_feed_forward_length";
+inline const std::string kExpertWeightsNorm = "expert_weights_norm";
 
 inline const std::string kTokModel = "tokenizer.ggml.model";
 inline const std::string kTokPre = "tokenizer.ggml.pre";
@@ -85,5 +92,16 @@ inline const std::string kPostAttnNorm = "post_attention_norm";  // Gemma 2/3
 inline const std::string kPostFfnNorm = "post_ffw_norm";
 inline const std::string kAttnQkv = "attn_qkv";                  // Phi-3: q, k, v rows fused
 // Phi-3's ffn_up holds the gate's rows, then the up projection's.
+// Mixture of experts: the router [dim -> n_expert] and the experts' FFN
+// matrices stacked [n_expert][rows][cols] (ffn_gate_exps ...), or, in older
+// Mixtral files and in a Hugging Face folder served in place, one tensor
+// per expert: blk.L.ffn_gate.E.weight.
+inline const std::string kFfnRouter = "ffn_gate_inp";
+inline const std::string kFfnGateExps = "ffn_gate_exps";
+inline const std::string kFfnUpExps = "ffn_up_exps";
+inline const std::string kFfnDownExps = "ffn_down_exps";
+inline std::string blk_expert(int layer, const std::string& what, int expert) {
+  return "blk." + std::to_string(layer) + "." + what + "." + std::to_string(expert) + ".weight";
+}
 
 }  // namespace duet::gguf_names

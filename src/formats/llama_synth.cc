@@ -141,10 +141,23 @@ Result<GgufWriter> vocab_keys(const SynthOptions& opt, ModelConfig& s) {
   return v;
 }
 
+// A mixture-of-experts FFN as llama.cpp's converters write it: the router
+// in F32 (llama-quantize leaves it so too), the experts stacked. The router
+// draws logits of deviation 1 so tokens spread over the experts.
+Status add_experts(GgufWriter& w, const ModelConfig& s, int l, DType dt, float res_scale, uint64_t seed) {
+  const int64_t ne = s.n_experts, ffn = s.expert_ffn_dim;
+  const auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
+  DUET_TRY(add_random(w, names::blk(l, names::kFfnRouter), DType::F32, {s.dim, ne}, 0.0f, inv_sqrt(s.dim), seed));
+  DUET_TRY(add_random(w, names::blk(l, names::kFfnGateExps), dt, {s.dim, ffn, ne}, 0.0f, inv_sqrt(s.dim), seed));
+  DUET_TRY(add_random(w, names::blk(l, names::kFfnUpExps), dt, {s.dim, ffn, ne}, 0.0f, inv_sqrt(s.dim), seed));
+  return add_random(w, names::blk(l, names::kFfnDownExps), dt, {ffn, s.dim, ne}, 0.0f, inv_sqrt(ffn) * res_scale, seed);
+}
+
 }  // namespace
 
 constexpr const char* kPresets =
-    "tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini";
+    "tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, mixtral-8x7b, "
+    "qwen3-30b-a3b";
 
 Result<ModelConfig> model_preset(std::string_view name) {
   ModelConfig s;
@@ -171,6 +184,13 @@ Result<ModelConfig> model_preset(std::string_view name) {
   } else if (name == "phi4-mini") {
     s = {.arch = "phi3", .n_vocab = 200064, .dim = 3072, .n_layers = 32, .n_heads = 24, .n_kv_heads = 8,
          .head_dim = 128, .ffn_dim = 8192, .ctx_len = 4096, .rope_dim = 96, .tied_output = true};
+  } else if (name == "mixtral-8x7b") {
+    s = {.n_vocab = 32000, .dim = 4096, .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .ffn_dim = 14336,
+         .ctx_len = 32768, .rope_base = 1e6f, .n_experts = 8, .n_experts_used = 2, .expert_ffn_dim = 14336};
+  } else if (name == "qwen3-30b-a3b") {
+    s = {.arch = "qwen3moe", .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
+         .head_dim = 128, .ffn_dim = 6144, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
+         .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768};
   } else {
     return err("unknown model preset '", name, "' (", kPresets, ")");
   }
@@ -204,6 +224,14 @@ Status validate_shape(const ModelConfig& s) {
     return err("synth: rope-base (", s.rope_base, ") must be a finite number > 1");
   if (!(s.rms_eps > 0.0) || !(s.rms_eps < 1.0))
     return err("synth: rms-eps (", s.rms_eps, ") must be in (0, 1)");
+  if (s.arch == "qwen3moe" && !s.moe()) return err("synth: qwen3moe needs --experts");
+  if (s.moe()) {
+    DUET_TRY(in("experts", s.n_experts, 1, 4096));
+    DUET_TRY(in("experts-used", s.n_experts_used, 1, s.n_experts));
+    DUET_TRY(in("expert-ffn", s.expert_ffn_dim, 1, kMaxDim));
+    if (s.arch != "llama" && s.arch != "qwen3moe")
+      return err("synth: experts need architecture llama (Mixtral) or qwen3moe, not ", s.arch);
+  }
   return {};
 }
 
@@ -211,9 +239,10 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   if (opt.dtype != DType::F32 && opt.dtype != DType::F16 && opt.dtype != DType::BF16)
     return err("synth: dtype ", dtype_name(opt.dtype), " is not supported (f32, f16, bf16)");
   ModelConfig s = opt.shape;
+  if (s.moe() && s.expert_ffn_dim == 0) s.expert_ffn_dim = s.ffn_dim;  // Mixtral's experts are its FFN
   const std::string& a = s.arch;
-  if (a != "llama" && a != "qwen3" && a != "gemma2" && a != "gemma3" && a != "phi3")
-    return err("synth: architecture '", a, "' is not supported (llama, qwen3, gemma2, gemma3, phi3)");
+  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "gemma2" && a != "gemma3" && a != "phi3")
+    return err("synth: architecture '", a, "' is not supported (llama, qwen3, qwen3moe, gemma2, gemma3, phi3)");
   if ((a == "gemma2" || a == "gemma3") && !s.tied_output) return err("synth: Gemma's head is always tied");
   DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
   if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
@@ -258,7 +287,7 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
       DUET_TRY(matrix(names::blk(l, names::kAttnK), s.dim, kv_out, 1.0f));
       DUET_TRY(matrix(names::blk(l, names::kAttnV), s.dim, kv_out, 1.0f));
     }
-    if (a == "qwen3" || a == "gemma3") {
+    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3") {
       DUET_TRY(norm(names::blk(l, names::kAttnQNorm), s.head_dim));
       DUET_TRY(norm(names::blk(l, names::kAttnKNorm), s.head_dim));
     }
@@ -268,13 +297,15 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
       DUET_TRY(norm(names::blk(l, names::kPostAttnNorm), s.dim));
       DUET_TRY(norm(names::blk(l, names::kPostFfnNorm), s.dim));
     }
-    if (fused) {
+    if (s.moe()) {
+      DUET_TRY(add_experts(w, s, l, dt, res_scale, seed));
+    } else if (fused) {
       DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, 2 * int64_t{s.ffn_dim}, 1.0f));
     } else {
       DUET_TRY(matrix(names::blk(l, names::kFfnGate), s.dim, s.ffn_dim, 1.0f));
       DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, s.ffn_dim, 1.0f));
     }
-    DUET_TRY(matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale));
+    if (!s.moe()) DUET_TRY(matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale));
   }
   DUET_TRY(add_random(w, names::kOutputNorm, DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
   if (!s.tied_output)

@@ -14,8 +14,8 @@
 namespace duet {
 
 // Shapes of published models: "tinyllama-1.1b", "stories110m", "stories15m",
-// "qwen3-0.6b", "gemma3-1b", "gemma2-2b", "phi4-mini" (their architecture
-// included).
+// "qwen3-0.6b", "gemma3-1b", "gemma2-2b", "phi4-mini", and the mixtures of
+// experts "mixtral-8x7b", "qwen3-30b-a3b" (their architecture included).
 Result<ModelConfig> model_preset(std::string_view name);
 
 // An error naming the first field that makes the shape unusable. A head_dim
@@ -29,8 +29,8 @@ struct SynthOptions {
   std::string vocab_from;     // GGUF whose tokenizer.* keys are copied; empty: synthetic vocab
 };
 
-// Draws the weights of shape.arch's tensors (llama, qwen3, gemma2, gemma3,
-// phi3) and writes the GGUF. With vocab_from set, the vocabulary
+// Draws the weights of shape.arch's tensors (llama, qwen3, qwen3moe, gemma2,
+// gemma3, phi3; experts when shape.n_experts > 0) and writes the GGUF. With vocab_from set, the vocabulary
 // size comes from that file (a different nonzero shape.n_vocab is an error).
 Status synth_model(const SynthOptions& opt, const std::string& out_path);
 

@@ -13,6 +13,7 @@ namespace n = gguf_names;
 // Far above any real model, low enough that products of these fit in int64.
 constexpr uint64_t kMaxDim = 1u << 20;
 constexpr uint64_t kMaxLayers = 4096;
+constexpr uint64_t kMaxExperts = 4096;
 
 Result<int32_t> get_dim(const GgufFile& f, const std::string& key, uint64_t max) {
   DUET_ASSIGN(uint64_t v, f.get_uint(key));
@@ -57,6 +58,29 @@ Status read_gemma(const GgufFile& f, ModelConfig& c) {
   return {};
 }
 
+// expert_count 0 or absent: a dense model. Otherwise each token's top
+// expert_used_count of them, each expert_feed_forward_length wide (Mixtral
+// files give only feed_forward_length).
+Status read_experts(const GgufFile& f, ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+  DUET_ASSIGN(const uint64_t count, f.get_uint_or(key(n::kExpertCount), 0));
+  if (count == 0) {
+    if (c.arch == "qwen3moe") return err(f.path(), ": ", key(n::kExpertCount), " is missing (qwen3moe is a mixture of experts)");
+    return {};
+  }
+  if (count > kMaxExperts) return err(f.path(), ": ", key(n::kExpertCount), " ", count, " is out of range (1..", kMaxExperts, ")");
+  c.n_experts = static_cast<int32_t>(count);
+  DUET_ASSIGN(const uint64_t used, f.get_uint(key(n::kExpertUsedCount)));
+  if (used < 1 || used > count)
+    return err(f.path(), ": ", key(n::kExpertUsedCount), " ", used, " must be between 1 and the ", count, " experts");
+  c.n_experts_used = static_cast<int32_t>(used);
+  DUET_ASSIGN(c.expert_ffn_dim, get_dim_or(f, key(n::kExpertFfnLength), static_cast<uint64_t>(c.ffn_dim), kMaxDim * 8));
+  if (f.has(key(n::kExpertWeightsNorm))) {
+    DUET_ASSIGN(c.expert_weights_norm, f.get_bool(key(n::kExpertWeightsNorm)));
+  }
+  return {};
+}
+
 }  // namespace
 
 float ModelConfig::attn_scale() const {
@@ -67,7 +91,8 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   ModelConfig c;
   DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
   const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
-  if (!llama_layout && c.arch != "qwen2" && c.arch != "qwen3" && !is_gemma(c.arch) && c.arch != "phi3")
+  const bool qwen = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen3moe";
+  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3")
     return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
   c.rope_layout = llama_layout ? RopeLayout::kNormal : RopeLayout::kNeox;
   if (f.has(n::kName)) {
@@ -128,6 +153,8 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     DUET_ASSIGN(c.rope_attn_factor, get_positive_float_or(f, key(n::kRopeScalingAttnFactor), 1.0));
   }
 
+  DUET_TRY(read_experts(f, c));
+
   const TensorView* embd = f.tensor(n::kTokenEmbd);
   if (!embd) return err(f.path(), ": missing tensor ", n::kTokenEmbd);
   c.n_vocab = static_cast<int32_t>(embd->ne[1]);
@@ -165,6 +192,12 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
   if (c.attn_softcap > 0.0f) w.set(key(n::kAttnSoftcap), GgufValue::of_f32(c.attn_softcap));
   if (c.final_softcap > 0.0f) w.set(key(n::kFinalSoftcap), GgufValue::of_f32(c.final_softcap));
   if (c.query_scale > 0.0f) w.set(key(n::kAttnScale), GgufValue::of_f32(c.query_scale));
+  if (c.moe()) {
+    w.set(key(n::kExpertCount), u32(c.n_experts));
+    w.set(key(n::kExpertUsedCount), u32(c.n_experts_used));
+    w.set(key(n::kExpertFfnLength), u32(c.expert_ffn_dim));
+    w.set(key(n::kExpertWeightsNorm), GgufValue::of_bool(c.expert_weights_norm));
+  }
 }
 
 }  // namespace duet

@@ -24,7 +24,8 @@ enum class RopeLayout { kNormal, kNeox };
 enum class FfnActivation { kSilu, kGeluTanh };
 
 // The architectures duet runs (general.architecture), for error messages.
-inline constexpr const char* kSupportedArchitectures = "llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3";
+inline constexpr const char* kSupportedArchitectures =
+    "llama (and Mixtral), mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3";
 
 struct ModelConfig {
   std::string arch = "llama";
@@ -62,7 +63,16 @@ struct ModelConfig {
   float attn_softcap = 0.0f;        // > 0: scores become cap * tanh(score / cap) (Gemma 2)
   float final_softcap = 0.0f;       // the same on the logits
   float query_scale = 0.0f;         // attention scale; 0: 1/sqrt(head_dim)
+  // Mixture of experts (n_experts 0: every FFN is dense): the experts of a
+  // MoE layer, how many each token uses, each expert's FFN width, and
+  // whether the chosen experts' softmax weights are renormalised to sum to
+  // 1 (Mixtral, Qwen3-MoE's norm_topk_prob). Layers without a router stay dense.
+  int32_t n_experts = 0;
+  int32_t n_experts_used = 0;
+  int32_t expert_ffn_dim = 0;
+  bool expert_weights_norm = true;
 
+  bool moe() const { return n_experts > 0; }
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
   bool layer_slides(int32_t layer) const {

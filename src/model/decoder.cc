@@ -1,6 +1,7 @@
 #include "model/decoder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -10,6 +11,7 @@
 #include "kernels/packed_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/type_kernels.h"
+#include "model/moe.h"
 #include "model/packed_weights.h"
 
 namespace duet {
@@ -37,6 +39,10 @@ struct Workspace {
   std::vector<float> proj;   // [n][dim] output of wo / w_down
   std::vector<float> gate;   // [n][ffn]
   std::vector<float> up;     // [n][ffn]
+  std::vector<float> router_logits;  // [n][n_experts]
+  std::vector<float> moe_x;  // [n][dim] the rows routed to one expert
+  std::vector<float> moe_y;  // [n][dim] that expert's output for them
+  ExpertRoutes routes;
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
   std::vector<uint8_t> embd_row;  // a row of a packed (tied) embedding in file layout
   std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
@@ -71,6 +77,11 @@ class DecoderModel final : public Model {
   void plan_attention(const Batch& batch);
   void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
+  void dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool);
+  void moe_ffn(int layer, int32_t n, ThreadPool& pool);
+  void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
+  Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
+  std::vector<uint64_t> expert_token_counts() const override;
   void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
     if (observer_) observer_->observe(w, x, m);
@@ -94,6 +105,9 @@ class DecoderModel final : public Model {
   std::deque<TensorView> slices_;            // row ranges of fused matrices
   PackedWeights packed_;
   Workspace ws_;
+  // Tokens routed to each expert since load, [layer][expert]: written by
+  // the forward pass, read by metrics from other threads.
+  std::unique_ptr<std::atomic<uint64_t>[]> expert_tokens_;
 };
 
 // ne1 0: a vector of ne0 elements.
@@ -128,10 +142,38 @@ Result<const TensorView*> WeightBinder::vector(const std::string& name, int64_t 
 const TensorView* WeightBinder::rows(const TensorView& m, int64_t first, int64_t count) {
   TensorView& v = slices_.emplace_back(m);
   v.name = m.name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
-  v.ne[1] = count;
-  v.data = m.row(first);
-  v.nbytes = m.row_stride() * static_cast<size_t>(count);
+  v.n_dims = 2;
+  v.ne = {m.ne[0], count, 1, 1};
+  // Packed bytes come in 16-row groups of one size (kernels/packed_gemm.h);
+  // a packed view's nbytes stays the file's.
+  const size_t unit = m.packed ? packed_bytes(m) / static_cast<size_t>(m.rows() / kPackRows) : m.row_stride();
+  const int64_t per_unit = m.packed ? kPackRows : 1;
+  v.data = static_cast<const uint8_t*>(m.data) + unit * static_cast<size_t>(first / per_unit);
+  v.nbytes = unit * static_cast<size_t>(count / per_unit);
   return &v;
+}
+
+Result<ExpertMatrices> WeightBinder::experts(int layer, const std::string& stacked, const std::string& split,
+                                             int64_t in, int64_t out, int64_t n) {
+  ExpertMatrices m;
+  const std::string name = n::blk(layer, stacked);
+  if (const TensorView* t = file_.tensor(name)) {
+    if (t->n_dims != 3 || t->ne[0] != in || t->ne[1] != out || t->ne[2] != n)
+      return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1], ", ", t->ne[2],
+                 "], expected [", in, ", ", out, ", ", n, "] (", n, " experts of ", out, " rows of ", in, ")");
+    if (!type_kernels(t->dtype))
+      return err(file_.path(), ": tensor ", name, " has dtype ", dtype_name(t->dtype), " which duet cannot compute with");
+    m.stacked = rows(*t, 0, out * n);  // the same bytes as one matrix of every expert's rows
+    for (int64_t e = 0; e < n; ++e) m.experts.push_back(rows(*m.stacked, e * out, out));
+    return m;
+  }
+  if (!has(n::blk_expert(layer, split, 0)))
+    return err(file_.path(), ": missing tensor ", name, " (nor ", n::blk_expert(layer, split, 0), " for split experts)");
+  for (int64_t e = 0; e < n; ++e) {
+    DUET_ASSIGN(const TensorView* t, matrix(n::blk_expert(layer, split, static_cast<int>(e)), in, out));
+    m.experts.push_back(t);
+  }
+  return m;
 }
 
 namespace {
@@ -155,6 +197,10 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     layers_.push_back(w);
   }
   DUET_TRY(check_layers());
+  if (c.moe()) {
+    const size_t cells = static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_experts);
+    expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
+  }
   config_.qkv_bias = layers_[0].bq != nullptr;
   config_.qk_norm = layers_[0].q_norm != nullptr;
   config_.post_norms = layers_[0].post_attn_norm != nullptr;
@@ -192,7 +238,38 @@ Status DecoderModel::pack_matrices() {
   const bool tied = output_ == embd_;
   DUET_TRY(pack({&output_}));
   if (tied) embd_ = output_;
-  for (LayerWeights& w : layers_) DUET_TRY(pack({&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}));
+  for (LayerWeights& w : layers_) {
+    std::vector<const TensorView**> slots = {&w.wq, &w.wk, &w.wv, &w.wo};
+    for (const TensorView** m : {&w.w_gate, &w.w_up, &w.w_down, &w.router})
+      if (*m) slots.push_back(m);
+    DUET_TRY(pack(slots));
+    if (!w.router) continue;
+    DUET_TRY(pack_experts(w.exp_gate, config_.expert_ffn_dim));
+    DUET_TRY(pack_experts(w.exp_up, config_.expert_ffn_dim));
+    DUET_TRY(pack_experts(w.exp_down, config_.dim));
+  }
+  return {};
+}
+
+// A stacked tensor is packed whole (one buffer, not one per expert) and its
+// experts re-sliced from the copy, when each expert is whole 16-row groups.
+Status DecoderModel::pack_experts(ExpertMatrices& m, int64_t rows_per_expert) {
+  if (m.stacked && rows_per_expert % kPackRows == 0) {
+    const TensorView* file_copy = m.stacked;
+    DUET_TRY(packed_.pack(std::span<const TensorView** const>(std::vector<const TensorView**>{&m.stacked})));
+    if (m.stacked == file_copy) return {};
+    file_.drop_pages(*file_copy);
+    WeightBinder binder(file_, slices_);
+    for (size_t e = 0; e < m.experts.size(); ++e)
+      m.experts[e] = binder.rows(*m.stacked, static_cast<int64_t>(e) * rows_per_expert, rows_per_expert);
+    return {};
+  }
+  std::vector<const TensorView**> slots;
+  std::vector<const TensorView*> sources(m.experts.begin(), m.experts.end());
+  for (const TensorView*& e : m.experts) slots.push_back(&e);
+  DUET_TRY(packed_.pack(slots));
+  for (size_t e = 0; e < sources.size(); ++e)
+    if (m.experts[e] != sources[e]) file_.drop_pages(*sources[e]);
   return {};
 }
 
@@ -242,20 +319,38 @@ void DecoderModel::set_context(int32_t n_ctx) {
   inv_freq_ = n_ctx > config_.rope_orig_ctx ? inv_freq_long_ : inv_freq_short_;
 }
 
+// Of a mixture of experts, a token reads its n_experts_used experts: the
+// average share of the experts' bytes (what decode streams per token).
 size_t DecoderModel::weight_bytes_per_pass() const {
   size_t bytes = output_->nbytes + output_norm_->nbytes;
-  for (const LayerWeights& w : layers_)
+  for (const LayerWeights& w : layers_) {
     for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate, w.w_up, w.w_down,
-                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm})
+                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm, w.router})
       bytes += t ? t->nbytes : 0;
+    size_t experts = 0;
+    for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_up, &w.exp_down})
+      for (const TensorView* t : m->experts) experts += t->nbytes;
+    if (w.router) bytes += experts / static_cast<size_t>(config_.n_experts) * static_cast<size_t>(config_.n_experts_used);
+  }
   return bytes;
 }
 
 double DecoderModel::matmul_flops_per_token() const {
   const ModelConfig& c = config_;
-  const double per_layer = static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) +
-                           static_cast<double>(c.q_dim()) * c.dim + 3.0 * c.dim * c.ffn_dim;
-  return 2.0 * (per_layer * c.n_layers + static_cast<double>(c.dim) * c.n_vocab);
+  const double attention = static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) +
+                           static_cast<double>(c.q_dim()) * c.dim;
+  double per_pass = static_cast<double>(c.dim) * c.n_vocab;
+  for (const LayerWeights& w : layers_)
+    per_pass += attention + (w.router ? static_cast<double>(c.dim) * (c.n_experts + 3.0 * c.expert_ffn_dim * c.n_experts_used)
+                                      : 3.0 * c.dim * c.ffn_dim);
+  return 2.0 * per_pass;
+}
+
+std::vector<uint64_t> DecoderModel::expert_token_counts() const {
+  if (!expert_tokens_) return {};
+  std::vector<uint64_t> counts(static_cast<size_t>(config_.n_layers) * static_cast<size_t>(config_.n_experts));
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] = expert_tokens_[i].load(std::memory_order_relaxed);
+  return counts;
 }
 
 Status DecoderModel::check_batch(const Batch& batch, const KvCache& cache) const {
@@ -293,12 +388,21 @@ void DecoderModel::ensure_workspace(int32_t n) {
   ws_.v.resize(un * c.kv_dim());
   ws_.att.resize(un * c.q_dim());
   ws_.proj.resize(un * c.dim);
-  ws_.gate.resize(un * c.ffn_dim);
-  ws_.up.resize(un * c.ffn_dim);
+  const size_t ffn = static_cast<size_t>(std::max(c.ffn_dim, c.expert_ffn_dim));
+  ws_.gate.resize(un * ffn);
+  ws_.up.resize(un * ffn);
+  if (c.moe()) {
+    ws_.router_logits.resize(un * c.n_experts);
+    ws_.moe_x.resize(un * c.dim);
+    ws_.moe_y.resize(un * c.dim);
+  }
   size_t scratch = activation_scratch_bytes(*output_, n);
-  for (const LayerWeights& w : layers_)
-    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down})
-      scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+  for (const LayerWeights& w : layers_) {
+    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router})
+      if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+    for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
+      if (!m->experts.empty()) scratch = std::max(scratch, activation_scratch_bytes(*m->experts[0], n));
+  }
   ws_.scratch.resize(scratch);
   ws_.capacity = n;
 }
@@ -442,18 +546,66 @@ void DecoderModel::add_residual(const TensorView* post_norm, int32_t n, ThreadPo
 void DecoderModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
-  const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.ffn_dim);
+  const size_t dim = static_cast<size_t>(c.dim);
   for_rows(pool, n, dim, [&](int32_t i) {
     rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.ffn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
   });
-  mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
-  // An exp per element: weighed as twice a row's width.
-  const auto glu = c.ffn_act == FfnActivation::kGeluTanh ? geglu_tanh : swiglu;
-  for_rows(pool, n, 2 * ffn, [&](int32_t i) {
-    glu(&ws_.gate[i * ffn], &ws_.up[i * ffn], &ws_.gate[i * ffn], static_cast<int64_t>(ffn));
-  });
-  mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
+  if (w.router)
+    moe_ffn(layer, n, pool);
+  else
+    dense_ffn(w, n, pool);
   add_residual(w.post_ffn_norm, n, pool);
+}
+
+// gate = act(gate) * up over n rows of `width`.
+void DecoderModel::glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool) {
+  const auto glu = config_.ffn_act == FfnActivation::kGeluTanh ? geglu_tanh : swiglu;
+  // An exp per element: weighed as twice a row's width.
+  for_rows(pool, n, 2 * width, [&](int32_t i) {
+    glu(&gate[i * width], &up[i * width], &gate[i * width], static_cast<int64_t>(width));
+  });
+}
+
+void DecoderModel::dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool) {
+  mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
+  glu_rows(ws_.gate.data(), ws_.up.data(), n, static_cast<size_t>(config_.ffn_dim), pool);
+  mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
+}
+
+// Each expert in turn runs once over the rows routed to it (all of a
+// decode step's, or a prefill chunk's), so its weights stream once per
+// step; the rows' outputs add up in expert order, whatever the batch.
+void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.expert_ffn_dim);
+  mm(*w.router, ws_.xn.data(), n, ws_.router_logits.data(), pool);
+  route_tokens(ws_.router_logits.data(), n, c.n_experts, c.n_experts_used, c.expert_weights_norm, ws_.routes);
+  std::fill_n(ws_.proj.begin(), static_cast<size_t>(n) * dim, 0.0f);
+  const ExpertRoutes& r = ws_.routes;
+  for (int32_t e = 0; e < c.n_experts; ++e) {
+    const int32_t m = r.count(e);
+    if (m == 0) continue;
+    const int32_t* rows = &r.rows[static_cast<size_t>(r.offset[static_cast<size_t>(e)])];
+    const float* weights = &r.weights[static_cast<size_t>(r.offset[static_cast<size_t>(e)])];
+    const float* x = ws_.xn.data();
+    if (m < n) {  // every row routed here is the batch itself, in order
+      for (int32_t i = 0; i < m; ++i)
+        std::copy_n(&ws_.xn[static_cast<size_t>(rows[i]) * dim], dim, &ws_.moe_x[static_cast<size_t>(i) * dim]);
+      x = ws_.moe_x.data();
+    }
+    const auto ue = static_cast<size_t>(e);
+    mm_shared({w.exp_gate.experts[ue], w.exp_up.experts[ue]}, x, m, {ws_.gate.data(), ws_.up.data()}, pool);
+    glu_rows(ws_.gate.data(), ws_.up.data(), m, ffn, pool);
+    mm(*w.exp_down.experts[ue], ws_.gate.data(), m, ws_.moe_y.data(), pool);
+    for (int32_t i = 0; i < m; ++i) {
+      float* out = &ws_.proj[static_cast<size_t>(rows[i]) * dim];
+      const float* y = &ws_.moe_y[static_cast<size_t>(i) * dim];
+      for (size_t j = 0; j < dim; ++j) out[j] += weights[i] * y[j];
+    }
+    expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + ue].fetch_add(
+        static_cast<uint64_t>(m), std::memory_order_relaxed);
+  }
 }
 
 Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {

@@ -9,10 +9,20 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 
 namespace duet {
+
+// One FFN matrix of a mixture of experts: each expert's as a matrix of its
+// own, and `stacked` (every expert's rows as one matrix) where the file
+// stacks them, so packing copies it once and the experts become views of
+// the copy.
+struct ExpertMatrices {
+  const TensorView* stacked = nullptr;
+  std::vector<const TensorView*> experts;
+};
 
 // A layer's tensors; null where the architecture has none.
 struct LayerWeights {
@@ -32,6 +42,10 @@ struct LayerWeights {
   const TensorView* k_norm = nullptr;
   const TensorView* post_attn_norm = nullptr;  // [dim] (Gemma 2/3)
   const TensorView* post_ffn_norm = nullptr;
+  // A mixture-of-experts FFN instead of w_gate/w_up/w_down (model/moe.h).
+  const TensorView* router = nullptr;     // [n_experts rows][dim]
+  ExpertMatrices exp_gate, exp_up;        // each expert [expert_ffn rows][dim]
+  ExpertMatrices exp_down;                // each expert [dim rows][expert_ffn]
 };
 
 // Finds a file's tensors by name with the shape the config implies, or a
@@ -47,7 +61,12 @@ class WeightBinder {
   Result<const TensorView*> vector(const std::string& name, int64_t n) const;
   // Rows [first, first + count) of a bound matrix as a matrix of their own:
   // how fused projections (Phi-3's qkv) become the shared code's q, k and v.
+  // Of a packed matrix, only whole 16-row groups.
   const TensorView* rows(const TensorView& m, int64_t first, int64_t count);
+  // n experts' matrices of `out` rows of `in` elements: the stacked tensor
+  // blk.L.<stacked>.weight [in, out, n], or else one blk.L.<split>.E.weight each.
+  Result<ExpertMatrices> experts(int layer, const std::string& stacked, const std::string& split, int64_t in,
+                                 int64_t out, int64_t n);
 
  private:
   const GgufFile& file_;

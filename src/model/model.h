@@ -54,6 +54,11 @@ class Model {
   // before any key is cached. Loading assumes the trained context.
   virtual void set_context(int32_t /*n_ctx*/) {}
 
+  // Tokens routed to each expert since load, [layer][expert] (zero for
+  // dense layers); empty for a model without experts. Safe to call while
+  // another thread runs forward.
+  virtual std::vector<uint64_t> expert_token_counts() const { return {}; }
+
   // Every later forward pass shows each matrix product's input to
   // `observer` (not owned; nullptr stops it).
   void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }

@@ -10,7 +10,7 @@ namespace n = gguf_names;
 
 Status bind_qwen3_layer(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w) {
   DUET_TRY(bind_llama_layer(b, c, l, w));
-  if (w.bq) return err("qwen3: layer ", l, " has attention biases, which Qwen3 does not");
+  if (w.bq) return err(c.arch, ": layer ", l, " has attention biases, which Qwen3 does not");
   DUET_ASSIGN(w.q_norm, b.vector(n::blk(l, n::kAttnQNorm), c.head_dim));
   DUET_ASSIGN(w.k_norm, b.vector(n::blk(l, n::kAttnKNorm), c.head_dim));
   return {};

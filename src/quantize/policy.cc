@@ -60,6 +60,9 @@ TensorChoice choose_tensor_type(const TensorView& t, const QuantizeOptions& o) {
   if (t.n_dims < 2) return {t.dtype, "1-D"};
   for (const std::string& p : o.keep)
     if (name_matches(p, t.name)) return {t.dtype, "kept"};
+  // A router is small, and a quantization error there changes which
+  // experts run, not just how precisely: llama-quantize leaves it alone too.
+  if (t.name.find("." + n::kFfnRouter + ".") != std::string::npos) return {t.dtype, "router"};
   TensorChoice c{o.target, "target"};
   if ((t.name == n::kTokenEmbd || t.name == n::kOutput) && is_low_bit(o.target))
     c = {DType::Q8_0, "embedding/head"};

@@ -1,6 +1,7 @@
 // Which type each tensor of a model gets when `duet quantize` rewrites it.
 // The rules follow what other GGUF tools do, so the files look like theirs:
-//  - tensors with one dimension (norms, biases, RoPE factors) stay as they are;
+//  - tensors with one dimension (norms, biases, RoPE factors) and the
+//    routers of a mixture of experts (ffn_gate_inp) stay as they are;
 //  - token_embd.weight and output.weight keep Q8_0 when the target has fewer
 //    bits (the head and the embedding are where low precision costs most);
 //  - a matrix whose rows do not divide into the target's blocks (256 for the

@@ -14,6 +14,12 @@ linear / llama3 rope_scaling frequency rules. Per family:
   even layer sliding. Gemma 3: q/k norms, layer l global iff (l + 1) % 6 == 0,
   local layers on rope_local_base_freq without rope_scaling.
 - Phi-3: fused qkv_proj and gate_up_proj (gate first), partial rotary.
+- Mixtral / Qwen3-MoE: a router (block_sparse_moe.gate / mlp.gate) whose
+  softmax picks each token's top num_experts_per_tok experts, weighted by
+  their probabilities (renormalised to sum 1 for Mixtral, and for Qwen3-MoE
+  when norm_topk_prob); every expert a SwiGLU MLP (Mixtral's w1 gate, w3 up,
+  w2 down). Qwen3-MoE: Qwen3 attention; the layers in mlp_only_layers keep a
+  dense MLP.
 """
 
 import json
@@ -73,6 +79,26 @@ def write_checkpoint(folder, config, tensors, shards=1):
 
 
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+QK_NORM = ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM")
+
+
+def moe_layer(cfg, l):
+    """Whether layer l routes to experts: its MLP's prefix and the names of
+    an expert's gate, up and down projections, or None for a dense MLP."""
+    arch = arch_of(cfg)
+    if arch == "MixtralForCausalLM":
+        return "block_sparse_moe.", ("w1", "w3", "w2")
+    if arch == "Qwen3MoeForCausalLM" and l not in cfg.get("mlp_only_layers", []):
+        return "mlp.", ("gate_proj", "up_proj", "down_proj")
+    return None
+
+
+def n_experts_of(cfg):
+    return cfg.get("num_local_experts", cfg.get("num_experts"))
+
+
+def expert_ffn_of(cfg):
+    return cfg.get("moe_intermediate_size", cfg["intermediate_size"])
 
 
 def arch_of(cfg):
@@ -113,7 +139,7 @@ def random_weights(cfg, dtype, seed):
             w[p + "self_attn.q_proj.weight"] = mat(heads * hd, hidden)
             w[p + "self_attn.k_proj.weight"] = mat(kv * hd, hidden)
             w[p + "self_attn.v_proj.weight"] = mat(kv * hd, hidden)
-        if arch in ("Qwen3ForCausalLM", "Gemma3ForCausalLM"):
+        if arch in QK_NORM:
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
         if arch == "Qwen2ForCausalLM":
@@ -125,6 +151,17 @@ def random_weights(cfg, dtype, seed):
         if arch in GEMMA:
             w[p + "pre_feedforward_layernorm.weight"] = norm(hidden)
             w[p + "post_feedforward_layernorm.weight"] = norm(hidden)
+        moe = moe_layer(cfg, l)
+        if moe:
+            prefix, (gate, up, down) = moe
+            e_ffn = expert_ffn_of(cfg)
+            w[p + prefix + "gate.weight"] = mat(n_experts_of(cfg), hidden)
+            for e in range(n_experts_of(cfg)):
+                q = p + prefix + f"experts.{e}."
+                w[q + gate + ".weight"] = mat(e_ffn, hidden)
+                w[q + up + ".weight"] = mat(e_ffn, hidden)
+                w[q + down + ".weight"] = mat(hidden, e_ffn)
+            continue
         if arch == "Phi3ForCausalLM":
             w[p + "mlp.gate_up_proj.weight"] = mat(2 * ffn, hidden)
         else:
@@ -228,8 +265,28 @@ def softcap(x, cap):
     return torch.tanh(x / cap) * cap if cap else x
 
 
+def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True):
+    """The mixture of experts over h (n, hidden): each expert run on every
+    token, its output weighted by the token's routing weight (0 unless
+    chosen), which is the definition the grouped kernels must equal."""
+    prefix, (gate, up, down) = moe
+    k = top_k or cfg.get("num_experts_per_tok", 2)
+    renorm = arch_of(cfg) == "MixtralForCausalLM" or cfg.get("norm_topk_prob", False)
+    probs = (li(h) @ w[p + prefix + "gate.weight"].T).softmax(-1)      # (n, E)
+    top_w, top_i = probs.topk(k, -1)
+    if renorm and topk_norm:
+        top_w = top_w / top_w.sum(-1, keepdim=True)
+    routing = torch.zeros_like(probs).scatter(-1, top_i, top_w)
+    out = torch.zeros_like(h)
+    for e in range(n_experts_of(cfg)):
+        q = p + prefix + f"experts.{e}."
+        g, u = li(h) @ w[q + gate + ".weight"].T, li(h) @ w[q + up + ".weight"].T
+        out = out + routing[:, e:e + 1] * (li(torch.nn.functional.silu(g) * u) @ w[q + down + ".weight"].T)
+    return out
+
+
 def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
-            softcaps=True, local_rope=True, layer_input=None):
+            softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
     switches turn a feature off, so a test can show it matters; layer_input,
     if given, is applied to the input of every layer's matmul (to model an
@@ -296,6 +353,10 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
         else:
             x = x + o
             h = norm(x, p + "post_attention_layernorm.weight")
+        moe = moe_layer(cfg, l)
+        if moe:
+            x = x + moe_mlp(cfg, w, p, h, li, moe, top_k, topk_norm)
+            continue
         if arch == "Phi3ForCausalLM":
             gate, up = (li(h) @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
         else:

@@ -9,7 +9,9 @@ storage dtype's tolerance. Cases cover: Llama with GQA and linear RoPE
 scaling (and a text prompt tokenized by sentencepiece); Mistral with a
 sliding window of 8 over 40 positions, in two shards; Qwen2 with Q/K/V
 biases and tied embeddings; Llama 3 rope_scaling at positions beyond
-original_max_position_embeddings; head_dim != hidden/heads. For the features
+original_max_position_embeddings; head_dim != hidden/heads; Qwen3, Gemma 2/3,
+Phi-3; the mixtures of experts Mixtral and Qwen3-MoE (the folder serves one
+tensor per expert, the converted GGUF stacks them). For the features
 that change the math, the reference with the feature switched off must be
 far outside the tolerance, so the comparison can tell.
 
@@ -110,6 +112,19 @@ CASES = [
                             hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
                             rms_norm_eps=1e-6, tie_word_embeddings=True),
          control={"local_rope": False, "window": False, "qk_norm": False}),
+    # Mixtral scaled down: 8 experts, top-2, in BF16; routing must matter
+    # (all experts at once moves the logits far).
+    dict(name="mixtral-8-experts-top2", tok="spm", dtype=torch.bfloat16, n=40, also_f32=True,
+         config=base_config("MixtralForCausalLM", vocab_size=32000, num_local_experts=8,
+                            num_experts_per_tok=2, sliding_window=None, rope_theta=1000000.0),
+         control={"top_k": 8}),
+    # Qwen3-30B-A3B scaled down: 16 experts of 48, top-4, renormalised,
+    # layer 1 dense (mlp_only_layers), Qwen3 attention.
+    dict(name="qwen3moe-16-experts-top4", tok="qwen3", dtype=torch.float32, n=48,
+         config=base_config("Qwen3MoeForCausalLM", vocab_size=151936, head_dim=32, num_hidden_layers=3,
+                            num_experts=16, num_experts_per_tok=4, moe_intermediate_size=48,
+                            norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0),
+         control={"topk_norm": False, "qk_norm": False}),
     # Phi-4-mini scaled down: fused projections, 3/4 of each head rotated.
     dict(name="phi3-fused-partial-rotary", tok="spm", dtype=torch.float16, n=64,
          config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75)),
