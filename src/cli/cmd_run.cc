@@ -1,5 +1,6 @@
 // duet run: one request from the terminal, streamed to stdout, with the
 // phase figures (TTFT/prefill, ITL/decode) on stderr at the end.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "cli/common.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
+#include "engine/metrics.h"
 #include "formats/type_mix.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,6 +26,7 @@ struct RunOptions {
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
+  bool verbose = false;
 };
 
 struct RunStats {
@@ -37,6 +40,29 @@ struct RunStats {
   std::string arch;
   std::vector<TypeShare> type_mix;
 };
+
+// Of a mixture of experts, how evenly this run routed: a line, or with
+// --verbose a line per layer (the experts' loads as a histogram).
+void print_routing(const RunOptions& o, const Model& model) {
+  const std::vector<LayerExpertLoad> layers = expert_loads(model.expert_token_counts(), model.config().n_experts);
+  if (layers.empty()) return;
+  const ModelConfig& c = model.config();
+  const auto worst = std::max_element(layers.begin(), layers.end(),
+                                      [](const auto& a, const auto& b) { return a.max() < b.max(); });
+  double idle = 0;
+  for (const LayerExpertLoad& l : layers) idle += l.idle();
+  std::fprintf(stderr, "experts:          %d of %d per token; busiest expert %.2fx its fair share (layer %d), "
+               "%.1f idle per layer\n", c.n_experts_used, c.n_experts, worst->max(), worst->layer, idle / layers.size());
+  if (!o.verbose) return;
+  static const double kBounds[] = {0.0, 0.5, 0.8, 1.25, 2.0, 4.0};
+  std::fprintf(stderr, "  experts by load (tokens / layer mean):  =0  <=.5  <=.8 <=1.25  <=2  <=4   >4\n");
+  for (const LayerExpertLoad& l : layers) {
+    int bins[7] = {};
+    for (double x : l.load) ++bins[std::upper_bound(std::begin(kBounds), std::end(kBounds), x - 1e-12) - std::begin(kBounds)];
+    std::fprintf(stderr, "  layer %3d (%8llu tokens):               %4d %4d %4d %5d %4d %4d %4d\n", l.layer,
+                 static_cast<unsigned long long>(l.tokens), bins[0], bins[1], bins[2], bins[3], bins[4], bins[5], bins[6]);
+  }
+}
 
 void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   const RequestTimings& t = s.timings;
@@ -71,6 +97,8 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
     };
     for (const TypeShare& m : s.type_mix)
       j["type_mix"].push_back({{"type", dtype_name(m.type)}, {"tensors", m.tensors}, {"bytes", m.bytes}});
+    if (const std::vector<uint64_t> counts = engine.model().expert_token_counts(); !counts.empty())
+      j["expert_tokens"] = {{"experts", engine.model().config().n_experts}, {"by_layer_and_expert", counts}};
     std::fprintf(stderr, "%s\n", j.dump().c_str());
     return;
   }
@@ -86,6 +114,7 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   if (engine.speculating())
     std::fprintf(stderr, "speculative:      %d of %d drafts accepted (%.1f%%), %.2f tokens per target pass\n",
                  t.n_accepted, t.n_drafted, 100.0 * acceptance, per_pass);
+  print_routing(o, engine.model());
 }
 
 int run(RunOptions o) {
@@ -159,6 +188,7 @@ const bool registered = register_command(
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");
+      app.add_flag("-v,--verbose", o->verbose, "Print more stats: a mixture of experts' routing per layer");
       return [o] { return run(*o); };
     });
 

@@ -224,6 +224,8 @@ EngineMetrics Engine::metrics() {
   // Preemptions of requests still running count too.
   for (const auto& [id, seq] : sequences_) m.preemptions += seq->timings.n_preemptions;
   m.generated_tokens_per_second = rate_.rate(seconds_since_start());
+  m.expert_tokens = model_.expert_token_counts();
+  m.n_experts = model_.config().n_experts;
   return m;
 }
 

@@ -32,4 +32,26 @@ double RateMeter::rate(double now_s) {
   return static_cast<double>(total_) / window_;
 }
 
+double LayerExpertLoad::max() const { return load.empty() ? 0.0 : *std::max_element(load.begin(), load.end()); }
+
+int32_t LayerExpertLoad::idle() const {
+  return static_cast<int32_t>(std::count(load.begin(), load.end(), 0.0));
+}
+
+std::vector<LayerExpertLoad> expert_loads(const std::vector<uint64_t>& counts, int32_t n_experts) {
+  std::vector<LayerExpertLoad> layers;
+  if (n_experts <= 0) return layers;
+  const auto ne = static_cast<size_t>(n_experts);
+  for (size_t l = 0; l * ne < counts.size(); ++l) {
+    LayerExpertLoad x;
+    x.layer = static_cast<int32_t>(l);
+    for (size_t e = 0; e < ne; ++e) x.tokens += counts[l * ne + e];
+    if (x.tokens == 0) continue;
+    const double mean = static_cast<double>(x.tokens) / n_experts;
+    for (size_t e = 0; e < ne; ++e) x.load.push_back(static_cast<double>(counts[l * ne + e]) / mean);
+    layers.push_back(std::move(x));
+  }
+  return layers;
+}
+
 }  // namespace duet

@@ -33,6 +33,20 @@ class Histogram {
   double sum_ = 0;
 };
 
+// How evenly a mixture of experts routes, per layer with experts: each
+// expert's tokens over the layer's mean (1: its fair share; 0: idle).
+struct LayerExpertLoad {
+  int32_t layer = 0;
+  uint64_t tokens = 0;        // routed in this layer (k per token)
+  std::vector<double> load;   // [n_experts]
+  double max() const;
+  int32_t idle() const;       // experts that got no token
+};
+
+// counts: [layer][expert] tokens (Model::expert_token_counts). Layers that
+// routed nothing (dense ones) are left out.
+std::vector<LayerExpertLoad> expert_loads(const std::vector<uint64_t>& counts, int32_t n_experts);
+
 // One KV block pool's blocks by state.
 struct PoolGauges {
   int32_t total = 0;
@@ -70,6 +84,10 @@ struct EngineMetrics {
   int64_t kv_bytes_per_token = 0;  // K and V of one token, all layers
   int64_t kv_bytes_total = 0;      // the whole block pool
   double generated_tokens_per_second = 0;  // over the last few seconds
+  // Of a mixture of experts: tokens routed to each expert since start,
+  // [layer][expert] (empty for a dense model).
+  std::vector<uint64_t> expert_tokens;
+  int32_t n_experts = 0;
 
   double spec_acceptance_rate() const {
     return spec_draft_tokens ? static_cast<double>(spec_accepted_tokens) / spec_draft_tokens : 0;

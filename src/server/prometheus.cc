@@ -1,5 +1,6 @@
 #include "server/prometheus.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "kv/block_table.h"
@@ -41,6 +42,35 @@ void pool_metrics(std::string& out, const std::string& prefix, const std::string
   const int32_t values[] = {g.total, g.used, g.cached, g.free};
   for (size_t i = 0; i < 4; ++i)
     metric(out, (prefix + parts[i].first).c_str(), "gauge", parts[i].second.c_str(), values[i]);
+}
+
+// Per layer, a histogram over its experts of their load (tokens over the
+// layer's mean): a balanced router puts every expert near 1.
+void expert_load_metrics(std::string& out, const EngineMetrics& m) {
+  const std::vector<LayerExpertLoad> layers = expert_loads(m.expert_tokens, m.n_experts);
+  if (layers.empty()) return;
+  static const double kBounds[] = {0.0, 0.25, 0.5, 0.8, 1.25, 2.0, 4.0};
+  out += "# HELP duet_moe_expert_load Experts by load (tokens routed to the expert over the layer's mean), per layer\n"
+         "# TYPE duet_moe_expert_load histogram\n";
+  char buf[160];
+  double worst = 0.0;
+  for (const LayerExpertLoad& l : layers) {
+    worst = std::max(worst, l.max());
+    double sum = 0.0;
+    for (double b : kBounds) {
+      const auto below = std::count_if(l.load.begin(), l.load.end(), [&](double x) { return x <= b; });
+      std::snprintf(buf, sizeof buf, "duet_moe_expert_load_bucket{layer=\"%d\",le=\"%g\"} %lld\n", l.layer, b,
+                    static_cast<long long>(below));
+      out += buf;
+    }
+    for (double x : l.load) sum += x;
+    std::snprintf(buf, sizeof buf,
+                  "duet_moe_expert_load_bucket{layer=\"%d\",le=\"+Inf\"} %zu\nduet_moe_expert_load_sum{layer=\"%d\"} %.17g\n"
+                  "duet_moe_expert_load_count{layer=\"%d\"} %zu\n",
+                  l.layer, l.load.size(), l.layer, sum, l.layer, l.load.size());
+    out += buf;
+  }
+  metric(out, "duet_moe_expert_load_max", "gauge", "Largest expert load (tokens over its layer's mean) of any layer", worst);
 }
 
 }  // namespace
@@ -95,6 +125,7 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          "duet_kv_cache_type{type=\"" + std::string(kv_type_name(m.kv_type)) + "\"} 1\n";
   histogram(out, "duet_time_to_first_token_seconds", "Time from submission to the first token", m.ttft);
   histogram(out, "duet_inter_token_latency_seconds", "Time between consecutive tokens of a request", m.itl);
+  expert_load_metrics(out, m);
   return out;
 }
 

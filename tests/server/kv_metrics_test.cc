@@ -1,7 +1,9 @@
 // /metrics names the KV storage type and its bytes per token, and a server
-// with a q8 cache in a fixed KV memory budget serves requests.
+// with a q8 cache in a fixed KV memory budget serves requests; over a
+// mixture of experts it shows how evenly the router spreads the tokens.
 #include <gtest/gtest.h>
 
+#include "formats/llama_synth.h"
 #include "server_harness.h"
 
 namespace duet {
@@ -27,6 +29,32 @@ TEST(KvMetrics, ExposeTypeAndBytesPerToken) {
   // The pool is what fits in 64 KiB: 16 blocks of 16 tokens x 400 bytes = 102400 > 65536.
   EXPECT_EQ(metric_value(m, "duet_kv_blocks_total"), 65536 / (16 * 400));
   EXPECT_LE(metric_value(m, "duet_kv_cache_bytes"), 65536);
+}
+
+TEST(MoeMetrics, ExpertLoadPerLayer) {
+  TempDir dir;
+  SynthOptions synth;
+  synth.shape = {.arch = "qwen3moe", .name = "moe", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+                 .n_kv_heads = 2, .head_dim = 16, .ffn_dim = 96, .ctx_len = 256, .n_experts = 8,
+                 .n_experts_used = 2, .expert_ffn_dim = 32};
+  synth.seed = 1;
+  ASSERT_TRUE(synth_model(synth, dir.file("moe.gguf")).ok());
+  HarnessOptions o;
+  o.model_path = dir.file("moe.gguf");
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  const std::string m = c.Get("/metrics")->body;
+  for (const char* layer : {"0", "1"}) {
+    const std::string l = std::string("{layer=\"") + layer + "\"";
+    EXPECT_EQ(metric_value(m, "duet_moe_expert_load_count" + l + "}"), 8) << m;
+    EXPECT_NEAR(metric_value(m, "duet_moe_expert_load_sum" + l + "}"), 8, 1e-9) << m;  // loads average 1
+    EXPECT_EQ(metric_value(m, "duet_moe_expert_load_bucket" + l + ",le=\"+Inf\"}"), 8) << m;
+  }
+  EXPECT_GT(metric_value(m, "duet_moe_expert_load_max"), 1.0) << m;
 }
 
 }  // namespace

@@ -20,21 +20,25 @@
 
 namespace duet::testing {
 
-inline std::unique_ptr<Model> load_stories() {
-  auto m = Model::load(shared_path("models/stories260K/stories260K.gguf"));
+inline std::unique_ptr<Model> load_model(const std::string& path) {
+  auto m = Model::load(path);
   return m.ok() ? std::move(*m) : nullptr;
 }
+
+inline std::unique_ptr<Model> load_stories() { return load_model(shared_path("models/stories260K/stories260K.gguf")); }
 
 struct HarnessOptions {
   EngineConfig engine;
   server::ServerConfig server;
   int32_t max_in_flight = 64;
   SpecConfig spec;  // speculative decoding, when enabled()
+  std::string model_path;  // empty: stories260K
 };
 
 class TestServer {
  public:
-  explicit TestServer(HarnessOptions o = {}) : model_(load_stories()) {
+  explicit TestServer(HarnessOptions o = {})
+      : model_(o.model_path.empty() ? load_stories() : load_model(o.model_path)) {
     if (!model_) return;
     if (o.engine.n_threads == 0) o.engine.n_threads = 2;
     engine_ = std::make_unique<Engine>(*model_, o.engine);
