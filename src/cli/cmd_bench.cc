@@ -8,6 +8,7 @@
 #include <random>
 
 #include "cli/command.h"
+#include "formats/type_mix.h"
 #include "cli/common.h"
 #include "kernels/roofline.h"
 #include "engine/engine.h"
@@ -112,10 +113,13 @@ EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvTyp
   return c;
 }
 
-// The weight type that dominates the model's bytes (the FFN's).
+// The weight type that dominates the model's bytes (the FFN's, or a
+// mixture of experts' experts).
 DType main_dtype(const Model& m) {
-  const TensorView* t = m.file().tensor("blk.0.ffn_gate.weight");
-  return t ? t->dtype : DType::F32;
+  for (const char* name : {"blk.0.ffn_gate.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_gate.0.weight"})
+    if (const TensorView* t = m.file().tensor(name)) return t->dtype;
+  const std::vector<TypeShare> mix = type_mix(m.file().tensors());
+  return mix.empty() ? DType::F32 : mix.front().type;
 }
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <span>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/registry.h"
@@ -143,7 +144,73 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
   pool.parallel_for(n_rows, row_grain(n_rows, m, rows_per_tile, pool.size()), run);
 }
 
+// Items' rows as one range [0, sum of rows), each item's activations in
+// the kernel's form (xs[i], block stride x_bytes[i]).
+struct GroupedSet {
+  std::span<const MatmulItem> items;
+  std::vector<const uint8_t*> xs;
+  std::vector<size_t> x_bytes;
+  const PackedKernels* pk;
+  int64_t rows_per_tile;
+
+  void run(int64_t r0, int64_t r1) const {
+    int64_t base = 0;
+    for (size_t i = 0; i < items.size() && base < r1; base += items[i].w->ne[1], ++i) {
+      const TensorView& w = *items[i].w;
+      const int64_t n_out = w.ne[1];
+      if (base + n_out <= r0) continue;
+      const int64_t b0 = std::max(r0, base) - base, b1 = std::min(r1, base + n_out) - base;
+      const size_t group_bytes = packed_bytes(w) / static_cast<size_t>(n_out / kPackRows);
+      for (int64_t b = b0; b < b1; b += rows_per_tile) {
+        const int64_t e = b1 - b < rows_per_tile ? b1 : b + rows_per_tile;
+        pk->gemm(w.ne[0], static_cast<const uint8_t*>(w.data) + b / kPackRows * group_bytes, (e - b) / kPackRows,
+                 xs[i], x_bytes[i], items[i].m, items[i].y + b, n_out);
+      }
+    }
+  }
+};
+
 }  // namespace
+
+size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m) { return activation_scratch_bytes(w, total_m); }
+
+void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool& pool) {
+  if (items.empty()) return;
+  const TensorView& w0 = *items[0].w;
+  const bool one_set = std::all_of(items.begin(), items.end(), [&](const MatmulItem& it) {
+    return it.w->packed && it.w->dtype == w0.dtype && it.w->ne[0] == w0.ne[0] && it.w->ne[0] > 0 && it.m > 0;
+  });
+  const PackedKernels* pk = one_set ? kernels().packed(w0.dtype) : nullptr;
+  if (!pk) {
+    for (const MatmulItem& it : items) matmul(*it.w, it.x, it.m, it.y, scratch, pool);
+    return;
+  }
+  const int64_t k = w0.ne[0];
+  GroupedSet set{items, {}, {}, pk, 0};
+  auto* out = static_cast<uint8_t*>(scratch);
+  int64_t max_m = 0, n_rows = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const MatmulItem& it = items[i];
+    max_m = std::max(max_m, it.m);
+    n_rows += it.w->ne[1];
+    if (pk->offset == kFloatActs) {
+      set.xs.push_back(reinterpret_cast<const uint8_t*>(it.x));
+      set.x_bytes.push_back(static_cast<size_t>(k) * sizeof(float));
+    } else if (i > 0 && it.x == items[i - 1].x && it.m == items[i - 1].m) {
+      set.xs.push_back(set.xs.back());
+      set.x_bytes.push_back(set.x_bytes.back());
+    } else {
+      set.xs.push_back(quantize_for(*pk, it.x, k, it.m, out, pool));
+      set.x_bytes.push_back(static_cast<size_t>(it.m) * sizeof(PackedActBlock));
+      out += packed_act_row_bytes(k) * static_cast<size_t>(it.m);
+    }
+  }
+  const size_t group_bytes = packed_bytes(w0) / static_cast<size_t>(w0.ne[1] / kPackRows);
+  set.rows_per_tile = tile_rows(group_bytes / kPackRows);
+  const auto run = [&](int64_t r0, int64_t r1) { set.run(r0, r1); };
+  if (max_m <= kGuidedMaxTokens) return pool.parallel_for_guided(n_rows, kGuidedUnitRows, run);
+  pool.parallel_for(n_rows, row_grain(n_rows, max_m, set.rows_per_tile, pool.size()), run);
+}
 
 size_t activation_scratch_bytes(const TensorView& w, int64_t m) {
   const KernelSet& ks = kernels();

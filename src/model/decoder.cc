@@ -40,8 +40,9 @@ struct Workspace {
   std::vector<float> gate;   // [n][ffn]
   std::vector<float> up;     // [n][ffn]
   std::vector<float> router_logits;  // [n][n_experts]
-  std::vector<float> moe_x;  // [n][dim] the rows routed to one expert
-  std::vector<float> moe_y;  // [n][dim] that expert's output for them
+  std::vector<float> moe_x;  // [n * k][dim] the rows routed to each expert, expert by expert
+  std::vector<float> moe_y;  // [n * k][dim] the experts' outputs for them
+  std::vector<MatmulItem> moe_items;
   ExpertRoutes routes;
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
   std::vector<uint8_t> embd_row;  // a row of a packed (tied) embedding in file layout
@@ -388,20 +389,22 @@ void DecoderModel::ensure_workspace(int32_t n) {
   ws_.v.resize(un * c.kv_dim());
   ws_.att.resize(un * c.q_dim());
   ws_.proj.resize(un * c.dim);
-  const size_t ffn = static_cast<size_t>(std::max(c.ffn_dim, c.expert_ffn_dim));
-  ws_.gate.resize(un * ffn);
-  ws_.up.resize(un * ffn);
+  const size_t routed = un * static_cast<size_t>(std::max(c.n_experts_used, 1));  // rows over all experts
+  const size_t ffn = std::max(un * c.ffn_dim, routed * c.expert_ffn_dim);
+  ws_.gate.resize(ffn);
+  ws_.up.resize(ffn);
   if (c.moe()) {
     ws_.router_logits.resize(un * c.n_experts);
-    ws_.moe_x.resize(un * c.dim);
-    ws_.moe_y.resize(un * c.dim);
+    ws_.moe_x.resize(routed * c.dim);
+    ws_.moe_y.resize(routed * c.dim);
   }
   size_t scratch = activation_scratch_bytes(*output_, n);
   for (const LayerWeights& w : layers_) {
     for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router})
       if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
-      if (!m->experts.empty()) scratch = std::max(scratch, activation_scratch_bytes(*m->experts[0], n));
+      if (!m->experts.empty())
+        scratch = std::max(scratch, grouped_scratch_bytes(*m->experts[0], static_cast<int64_t>(routed)));
   }
   ws_.scratch.resize(scratch);
   ws_.capacity = n;
@@ -572,39 +575,52 @@ void DecoderModel::dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool)
   mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
 }
 
-// Each expert in turn runs once over the rows routed to it (all of a
+// Every active expert runs once over the rows routed to it (all of a
 // decode step's, or a prefill chunk's), so its weights stream once per
-// step; the rows' outputs add up in expert order, whatever the batch.
+// step; all experts' products go in one grouped matmul (gate and up
+// together, then down), and each row's outputs add up in expert order,
+// whatever the batch.
 void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const size_t dim = static_cast<size_t>(c.dim), ffn = static_cast<size_t>(c.expert_ffn_dim);
   mm(*w.router, ws_.xn.data(), n, ws_.router_logits.data(), pool);
   route_tokens(ws_.router_logits.data(), n, c.n_experts, c.n_experts_used, c.expert_weights_norm, ws_.routes);
-  std::fill_n(ws_.proj.begin(), static_cast<size_t>(n) * dim, 0.0f);
   const ExpertRoutes& r = ws_.routes;
-  for (int32_t e = 0; e < c.n_experts; ++e) {
-    const int32_t m = r.count(e);
-    if (m == 0) continue;
-    const int32_t* rows = &r.rows[static_cast<size_t>(r.offset[static_cast<size_t>(e)])];
-    const float* weights = &r.weights[static_cast<size_t>(r.offset[static_cast<size_t>(e)])];
-    const float* x = ws_.xn.data();
-    if (m < n) {  // every row routed here is the batch itself, in order
-      for (int32_t i = 0; i < m; ++i)
-        std::copy_n(&ws_.xn[static_cast<size_t>(rows[i]) * dim], dim, &ws_.moe_x[static_cast<size_t>(i) * dim]);
-      x = ws_.moe_x.data();
+  const auto n_routed = static_cast<int32_t>(r.rows.size());
+  for_rows(pool, n_routed, dim, [&](int32_t i) {
+    std::copy_n(&ws_.xn[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim], dim, &ws_.moe_x[i * dim]);
+  });
+  // Per active expert, its rows' slices of the routed buffers: gate and up
+  // (side by side, so the rows they share are quantized once) in one
+  // grouped matmul, then down in another.
+  std::vector<MatmulItem>& items = ws_.moe_items;
+  const auto add_items = [&](std::initializer_list<std::pair<const ExpertMatrices*, float*>> outs, const float* x,
+                             size_t x_width, size_t y_width) {
+    items.clear();
+    for (int32_t e = 0; e < c.n_experts; ++e) {
+      const auto ue = static_cast<size_t>(e), at = static_cast<size_t>(r.offset[ue]);
+      if (r.count(e) == 0) continue;
+      for (const auto& [mats, y] : outs) {
+        if (observer_) observer_->observe(*mats->experts[ue], x + at * x_width, r.count(e));
+        items.push_back({mats->experts[ue], x + at * x_width, r.count(e), y + at * y_width});
+      }
     }
-    const auto ue = static_cast<size_t>(e);
-    mm_shared({w.exp_gate.experts[ue], w.exp_up.experts[ue]}, x, m, {ws_.gate.data(), ws_.up.data()}, pool);
-    glu_rows(ws_.gate.data(), ws_.up.data(), m, ffn, pool);
-    mm(*w.exp_down.experts[ue], ws_.gate.data(), m, ws_.moe_y.data(), pool);
-    for (int32_t i = 0; i < m; ++i) {
-      float* out = &ws_.proj[static_cast<size_t>(rows[i]) * dim];
-      const float* y = &ws_.moe_y[static_cast<size_t>(i) * dim];
-      for (size_t j = 0; j < dim; ++j) out[j] += weights[i] * y[j];
-    }
-    expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + ue].fetch_add(
-        static_cast<uint64_t>(m), std::memory_order_relaxed);
+  };
+  add_items({{&w.exp_gate, ws_.gate.data()}, {&w.exp_up, ws_.up.data()}}, ws_.moe_x.data(), dim, ffn);
+  matmul_grouped(items, ws_.scratch.data(), pool);
+  glu_rows(ws_.gate.data(), ws_.up.data(), n_routed, ffn, pool);
+  add_items({{&w.exp_down, ws_.moe_y.data()}}, ws_.gate.data(), ffn, dim);
+  matmul_grouped(items, ws_.scratch.data(), pool);
+  for (int32_t e = 0; e < c.n_experts; ++e)
+    expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + static_cast<size_t>(e)].fetch_add(
+        static_cast<uint64_t>(r.count(e)), std::memory_order_relaxed);
+  std::fill_n(ws_.proj.begin(), static_cast<size_t>(n) * dim, 0.0f);
+  for (int32_t i = 0; i < n_routed; ++i) {  // expert by expert: each row sums its experts in order
+    float* out = &ws_.proj[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim];
+    const float* y = &ws_.moe_y[static_cast<size_t>(i) * dim];
+    const float weight = r.weights[static_cast<size_t>(i)];
+    for (size_t j = 0; j < dim; ++j) out[j] += weight * y[j];
   }
 }
 
