@@ -126,6 +126,7 @@ constexpr HfArch kHfArchs[] = {
     {"LlamaForCausalLM", "llama"},   {"MistralForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
     {"Phi3ForCausalLM", "phi3"},     {"MixtralForCausalLM", "llama"}, {"Qwen3MoeForCausalLM", "qwen3moe"},
+    {"Qwen2MoeForCausalLM", "qwen2moe"},
 };
 
 std::string supported_hf_archs() {
@@ -191,7 +192,8 @@ Status set_longrope(const json& j, const std::string& src, HfConfig& c) {
 }
 
 // Mixtral: num_local_experts experts of intermediate_size, every layer.
-// Qwen3-MoE: num_experts of moe_intermediate_size, on the layers that
+// Qwen2-MoE and Qwen3-MoE: num_experts of moe_intermediate_size (Qwen2-MoE
+// with a gated shared expert of shared_expert_intermediate_size), on the layers that
 // decoder_sparse_step selects and mlp_only_layers does not name (those keep
 // a dense MLP of intermediate_size); norm_topk_prob as the class defaults it.
 Status read_experts(const json& j, const std::string& src, bool mixtral, HfConfig& c) {
@@ -204,8 +206,17 @@ Status read_experts(const json& j, const std::string& src, bool mixtral, HfConfi
     return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
   m.expert_ffn_dim = m.ffn_dim;
   if (mixtral) return {};
-  m.expert_ffn_dim = 768;
+  const bool qwen2 = m.arch == "qwen2moe";
+  if (!field(j, "num_experts")) m.n_experts = qwen2 ? 60 : 128;
+  if (!field(j, "num_experts_per_tok")) m.n_experts_used = qwen2 ? 4 : 8;
+  if (m.n_experts_used > m.n_experts)
+    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  m.expert_ffn_dim = qwen2 ? 1408 : 768;
   DUET_TRY(read_int(j, "moe_intermediate_size", src, 1, 8 * kMaxDim, &m.expert_ffn_dim, false));
+  if (qwen2) {
+    m.shared_expert_ffn_dim = 5632;
+    DUET_TRY(read_int(j, "shared_expert_intermediate_size", src, 1, 8 * kMaxDim, &m.shared_expert_ffn_dim, false));
+  }
   m.expert_weights_norm = false;
   DUET_TRY(read_bool(j, "norm_topk_prob", src, &m.expert_weights_norm));
   int32_t step = 1;
@@ -236,7 +247,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (!archs || !archs->is_array() || archs->size() != 1 || !(*archs)[0].is_string())
     return err(src, ": \"architectures\" must list one architecture");
   c.hf_architecture = (*archs)[0].get<std::string>();
-  const bool qwen2 = c.hf_architecture == "Qwen2ForCausalLM";
+  const bool qwen2 = c.hf_architecture == "Qwen2ForCausalLM" || c.hf_architecture == "Qwen2MoeForCausalLM";
   const bool mistral = c.hf_architecture == "MistralForCausalLM";
   for (const HfArch& a : kHfArchs)
     if (c.hf_architecture == a.hf) c.model.arch = a.gguf;
@@ -300,7 +311,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
     DUET_ASSIGN(c.quant, parse_hf_quantization(*q, src));
   }
 
-  if (mixtral || c.model.arch == "qwen3moe") DUET_TRY(read_experts(j, src, mixtral, c));
+  if (mixtral || c.model.arch == "qwen3moe" || c.model.arch == "qwen2moe") DUET_TRY(read_experts(j, src, mixtral, c));
   if (mixtral) {
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
   } else if (mistral) {
@@ -308,7 +319,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
     const auto it = j.find("sliding_window");
     if (it != j.end() && it->is_null()) c.model.sliding_window = 0;
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
-  } else if (qwen2 || c.model.arch == "qwen3" || c.model.arch == "qwen3moe") {
+  } else if (qwen2 || c.model.arch == "qwen3" || c.model.arch == "qwen3moe") {  // qwen2: Qwen2 and Qwen2-MoE
     // Qwen2 slides only from layer max_window_layers on; duet's window is
     // model-wide, so a window over some layers but not others is refused.
     bool use = false;

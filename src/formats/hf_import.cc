@@ -170,7 +170,7 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
     DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
   }
-  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {
+  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {  // not qwen2moe
     DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
     DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
   }
@@ -221,7 +221,12 @@ Status HfCheckpoint::plan_experts(
       plans_.back().stacked = n::blk(b, k.stacked);
       plans_.back().expert = e;
     }
-  return {};
+  if (m.shared_expert_ffn_dim == 0) return {};
+  const int64_t shared = m.shared_expert_ffn_dim;
+  DUET_TRY(add(p + "shared_expert.gate_proj.weight", n::blk(b, n::kFfnGateShexp), {shared, m.dim}, 0, 0.0f));
+  DUET_TRY(add(p + "shared_expert.up_proj.weight", n::blk(b, n::kFfnUpShexp), {shared, m.dim}, 0, 0.0f));
+  DUET_TRY(add(p + "shared_expert.down_proj.weight", n::blk(b, n::kFfnDownShexp), {m.dim, shared}, 0, 0.0f));
+  return add(p + "shared_expert_gate.weight", n::blk(b, n::kFfnRouterShexp), {1, m.dim}, 0, 0.0f);
 }
 
 Status HfCheckpoint::add_computed(std::string name, std::vector<float> values) {

@@ -43,6 +43,7 @@ inline const std::string kExpertCount = "expert_count";
 inline const std::string kExpertUsedCount = "expert_used_count";
 inline const std::string kExpertFfnLength = "expert_feed_forward_length";
 inline const std::string kExpertWeightsNorm = "expert_weights_norm";
+inline const std::string kExpertSharedFfnLength = "expert_shared_feed_forward_length";
 
 inline const std::string kTokModel = "tokenizer.ggml.model";
 inline const std::string kTokPre = "tokenizer.ggml.pre";
@@ -100,6 +101,12 @@ inline const std::string kFfnRouter = "ffn_gate_inp";
 inline const std::string kFfnGateExps = "ffn_gate_exps";
 inline const std::string kFfnUpExps = "ffn_up_exps";
 inline const std::string kFfnDownExps = "ffn_down_exps";
+// Qwen2-MoE's shared expert, which every token runs beside its routed
+// ones, scaled by sigmoid(x · ffn_gate_inp_shexp).
+inline const std::string kFfnGateShexp = "ffn_gate_shexp";
+inline const std::string kFfnUpShexp = "ffn_up_shexp";
+inline const std::string kFfnDownShexp = "ffn_down_shexp";
+inline const std::string kFfnRouterShexp = "ffn_gate_inp_shexp";
 inline std::string blk_expert(int layer, const std::string& what, int expert) {
   return "blk." + std::to_string(layer) + "." + what + "." + std::to_string(expert) + ".weight";
 }

@@ -65,7 +65,8 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
   DUET_ASSIGN(const uint64_t count, f.get_uint_or(key(n::kExpertCount), 0));
   if (count == 0) {
-    if (c.arch == "qwen3moe") return err(f.path(), ": ", key(n::kExpertCount), " is missing (qwen3moe is a mixture of experts)");
+    if (c.arch == "qwen3moe" || c.arch == "qwen2moe")
+      return err(f.path(), ": ", key(n::kExpertCount), " is missing (", c.arch, " is a mixture of experts)");
     return {};
   }
   if (count > kMaxExperts) return err(f.path(), ": ", key(n::kExpertCount), " ", count, " is out of range (1..", kMaxExperts, ")");
@@ -77,7 +78,12 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   DUET_ASSIGN(c.expert_ffn_dim, get_dim_or(f, key(n::kExpertFfnLength), static_cast<uint64_t>(c.ffn_dim), kMaxDim * 8));
   if (f.has(key(n::kExpertWeightsNorm))) {
     DUET_ASSIGN(c.expert_weights_norm, f.get_bool(key(n::kExpertWeightsNorm)));
+  } else if (c.arch == "qwen2moe") {
+    c.expert_weights_norm = false;  // llama.cpp's qwen2moe graph does not renormalise
   }
+  DUET_ASSIGN(const uint64_t shared, f.get_uint_or(key(n::kExpertSharedFfnLength), 0));
+  if (shared > kMaxDim * 8) return err(f.path(), ": ", key(n::kExpertSharedFfnLength), " ", shared, " is out of range");
+  c.shared_expert_ffn_dim = static_cast<int32_t>(shared);
   return {};
 }
 
@@ -91,7 +97,7 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   ModelConfig c;
   DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
   const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
-  const bool qwen = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen3moe";
+  const bool qwen = c.arch == "qwen2" || c.arch == "qwen2moe" || c.arch == "qwen3" || c.arch == "qwen3moe";
   if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3")
     return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
   c.rope_layout = llama_layout ? RopeLayout::kNormal : RopeLayout::kNeox;
@@ -197,6 +203,7 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
     w.set(key(n::kExpertUsedCount), u32(c.n_experts_used));
     w.set(key(n::kExpertFfnLength), u32(c.expert_ffn_dim));
     w.set(key(n::kExpertWeightsNorm), GgufValue::of_bool(c.expert_weights_norm));
+    if (c.shared_expert_ffn_dim > 0) w.set(key(n::kExpertSharedFfnLength), u32(c.shared_expert_ffn_dim));
   }
 }
 

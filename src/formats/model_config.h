@@ -25,7 +25,7 @@ enum class FfnActivation { kSilu, kGeluTanh };
 
 // The architectures duet runs (general.architecture), for error messages.
 inline constexpr const char* kSupportedArchitectures =
-    "llama (and Mixtral), mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3";
+    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3";
 
 struct ModelConfig {
   std::string arch = "llama";
@@ -71,6 +71,7 @@ struct ModelConfig {
   int32_t n_experts_used = 0;
   int32_t expert_ffn_dim = 0;
   bool expert_weights_norm = true;
+  int32_t shared_expert_ffn_dim = 0;  // > 0: a shared expert every token runs too (Qwen2-MoE)
 
   bool moe() const { return n_experts > 0; }
   int32_t q_dim() const { return n_heads * head_dim; }

@@ -1,5 +1,5 @@
 // Each supported architecture's LayerBinder: one file per family
-// (llama.cc: llama, mistral, qwen2; qwen3.cc: qwen3, qwen3moe; gemma.cc:
+// (llama.cc: llama, mistral, qwen2, qwen2moe; qwen3.cc: qwen3, qwen3moe; gemma.cc:
 // gemma2, gemma3; phi3.cc), all on the shared decoder (model/decoder.h); a
 // layer with a router has a mixture-of-experts FFN (model/moe.h).
 #pragma once

@@ -80,6 +80,7 @@ class DecoderModel final : public Model {
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
   void dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool);
   void moe_ffn(int layer, int32_t n, ThreadPool& pool);
+  void shared_expert(const LayerWeights& w, int32_t n, ThreadPool& pool);
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
@@ -241,7 +242,7 @@ Status DecoderModel::pack_matrices() {
   if (tied) embd_ = output_;
   for (LayerWeights& w : layers_) {
     std::vector<const TensorView**> slots = {&w.wq, &w.wk, &w.wv, &w.wo};
-    for (const TensorView** m : {&w.w_gate, &w.w_up, &w.w_down, &w.router})
+    for (const TensorView** m : {&w.w_gate, &w.w_up, &w.w_down, &w.router, &w.shared_gate, &w.shared_up, &w.shared_down})
       if (*m) slots.push_back(m);
     DUET_TRY(pack(slots));
     if (!w.router) continue;
@@ -326,7 +327,8 @@ size_t DecoderModel::weight_bytes_per_pass() const {
   size_t bytes = output_->nbytes + output_norm_->nbytes;
   for (const LayerWeights& w : layers_) {
     for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate, w.w_up, w.w_down,
-                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm, w.router})
+                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm, w.router,
+                                w.shared_gate, w.shared_up, w.shared_down, w.shared_router})
       bytes += t ? t->nbytes : 0;
     size_t experts = 0;
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_up, &w.exp_down})
@@ -342,7 +344,8 @@ double DecoderModel::matmul_flops_per_token() const {
                            static_cast<double>(c.q_dim()) * c.dim;
   double per_pass = static_cast<double>(c.dim) * c.n_vocab;
   for (const LayerWeights& w : layers_)
-    per_pass += attention + (w.router ? static_cast<double>(c.dim) * (c.n_experts + 3.0 * c.expert_ffn_dim * c.n_experts_used)
+    per_pass += attention + (w.router ? static_cast<double>(c.dim) * (c.n_experts + 3.0 * c.expert_ffn_dim * c.n_experts_used +
+                                                                      3.0 * c.shared_expert_ffn_dim + (w.shared_router ? 1 : 0))
                                       : 3.0 * c.dim * c.ffn_dim);
   return 2.0 * per_pass;
 }
@@ -390,7 +393,7 @@ void DecoderModel::ensure_workspace(int32_t n) {
   ws_.att.resize(un * c.q_dim());
   ws_.proj.resize(un * c.dim);
   const size_t routed = un * static_cast<size_t>(std::max(c.n_experts_used, 1));  // rows over all experts
-  const size_t ffn = std::max(un * c.ffn_dim, routed * c.expert_ffn_dim);
+  const size_t ffn = std::max({un * c.ffn_dim, routed * c.expert_ffn_dim, un * c.shared_expert_ffn_dim});
   ws_.gate.resize(ffn);
   ws_.up.resize(ffn);
   if (c.moe()) {
@@ -400,7 +403,8 @@ void DecoderModel::ensure_workspace(int32_t n) {
   }
   size_t scratch = activation_scratch_bytes(*output_, n);
   for (const LayerWeights& w : layers_) {
-    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router})
+    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router, w.shared_gate,
+                                w.shared_down, w.shared_router})
       if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
       if (!m->experts.empty())
@@ -622,6 +626,21 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
     const float weight = r.weights[static_cast<size_t>(i)];
     for (size_t j = 0; j < dim; ++j) out[j] += weight * y[j];
   }
+  if (w.shared_gate) shared_expert(w, n, pool);
+}
+
+// The shared expert on every row, added after the routed ones, through
+// sigmoid(x · g) where it is gated.
+void DecoderModel::shared_expert(const LayerWeights& w, int32_t n, ThreadPool& pool) {
+  const size_t dim = static_cast<size_t>(config_.dim);
+  mm_shared({w.shared_gate, w.shared_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
+  glu_rows(ws_.gate.data(), ws_.up.data(), n, static_cast<size_t>(config_.shared_expert_ffn_dim), pool);
+  mm(*w.shared_down, ws_.gate.data(), n, ws_.moe_y.data(), pool);
+  if (w.shared_router) mm(*w.shared_router, ws_.xn.data(), n, ws_.router_logits.data(), pool);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    const float s = w.shared_router ? 1.0f / (1.0f + std::exp(-ws_.router_logits[static_cast<size_t>(i)])) : 1.0f;
+    for (size_t j = 0; j < dim; ++j) ws_.proj[i * dim + j] += s * ws_.moe_y[i * dim + j];
+  });
 }
 
 Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {

@@ -46,6 +46,12 @@ struct LayerWeights {
   const TensorView* router = nullptr;     // [n_experts rows][dim]
   ExpertMatrices exp_gate, exp_up;        // each expert [expert_ffn rows][dim]
   ExpertMatrices exp_down;                // each expert [dim rows][expert_ffn]
+  // A shared expert beside the routed ones (Qwen2-MoE), with its gate's
+  // weights as a one-row matrix [1 row][dim] (null: not gated).
+  const TensorView* shared_gate = nullptr;  // [shared_ffn rows][dim]
+  const TensorView* shared_up = nullptr;
+  const TensorView* shared_down = nullptr;  // [dim rows][shared_ffn]
+  const TensorView* shared_router = nullptr;
 };
 
 // Finds a file's tensors by name with the shape the config implies, or a

@@ -14,7 +14,8 @@
 namespace duet {
 
 // Binds layer l's router and experts (stacked or one tensor per expert),
-// checking every shape against the config.
+// and its shared expert where the config has one, checking every shape
+// against the config.
 Status bind_moe_ffn(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w);
 
 // A batch's tokens grouped by expert: expert e's are entries

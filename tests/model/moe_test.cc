@@ -128,6 +128,8 @@ float relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return diff / scale;
 }
 
+// Every quant type duet has serves expert tensors: the packed ones through
+// the grouped matmul, the rest through one matmul per expert.
 class MoeGrouped : public ::testing::TestWithParam<std::tuple<const char*, DType>> {};
 
 TEST_P(MoeGrouped, PrefillEqualsDecode) {
@@ -141,7 +143,9 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
   if (type != DType::F32) {
     // The same weights dequantized (F32, never packed as quantized rows):
     // only the activations' rounding differs, so a wrongly sliced packed
-    // expert would stand out.
+    // expert would stand out. That rounding can flip a close routing choice
+    // at a few positions (a jump, not drift), so most positions, not all,
+    // must agree.
     auto q = GgufFile::open(synth(dir, arch, type));
     ASSERT_TRUE(q.ok());
     ThreadPool pool(2);
@@ -150,9 +154,17 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
     ASSERT_TRUE(quantize_gguf(*q, dir.file("dequantized.gguf"), o, pool, {}).ok());
     auto f32 = Model::load(dir.file("dequantized.gguf"));
     ASSERT_TRUE(f32.ok());
-    const float diff = relative_diff(run(**f32, prompt(), true), batched);
-    std::printf("%s %s: logits within %.4f of its dequantized weights'\n", arch, std::string(dtype_name(type)).c_str(), diff);
-    EXPECT_LT(diff, 0.02f);
+    const std::vector<float> want = run(**f32, prompt(), true);
+    const size_t vocab = want.size() / prompt().size();
+    int close = 0;
+    for (size_t p = 0; p < prompt().size(); ++p) {
+      const std::vector<float> a(want.begin() + p * vocab, want.begin() + (p + 1) * vocab);
+      const std::vector<float> b(batched.begin() + p * vocab, batched.begin() + (p + 1) * vocab);
+      close += relative_diff(a, b) < 0.02f;
+    }
+    std::printf("%s %s: %d of %zu positions within 2%% of its dequantized weights' logits\n", arch,
+                std::string(dtype_name(type)).c_str(), close, prompt().size());
+    EXPECT_GE(close, 34);
   }
   // 3 layers x 40 tokens x top-2, twice; spread over more than the top two.
   const std::vector<uint64_t> counts = (*m)->expert_token_counts();
@@ -163,7 +175,8 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
 
 INSTANTIATE_TEST_SUITE_P(Each, MoeGrouped,
                          ::testing::Combine(::testing::Values("llama", "qwen3moe"),
-                                            ::testing::Values(DType::F32, DType::Q8_0, DType::Q4_K)));
+                                            ::testing::Values(DType::F32, DType::Q8_0, DType::Q4_K, DType::Q4_0, DType::Q6_K,
+                                                              DType::Q3_K, DType::IQ4_XS, DType::Q5_0)));
 
 // A router of zeros ties every expert, so experts 0 and 1 take every token
 // (at weight 1/2 each) and the other six none.

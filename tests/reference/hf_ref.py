@@ -19,7 +19,8 @@ linear / llama3 rope_scaling frequency rules. Per family:
   their probabilities (renormalised to sum 1 for Mixtral, and for Qwen3-MoE
   when norm_topk_prob); every expert a SwiGLU MLP (Mixtral's w1 gate, w3 up,
   w2 down). Qwen3-MoE: Qwen3 attention; the layers in mlp_only_layers keep a
-  dense MLP.
+  dense MLP. Qwen2-MoE: Qwen2 attention (biases), plus a shared expert every
+  token runs, scaled by sigmoid(h · shared_expert_gate).
 """
 
 import json
@@ -88,7 +89,7 @@ def moe_layer(cfg, l):
     arch = arch_of(cfg)
     if arch == "MixtralForCausalLM":
         return "block_sparse_moe.", ("w1", "w3", "w2")
-    if arch == "Qwen3MoeForCausalLM" and l not in cfg.get("mlp_only_layers", []):
+    if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM") and l not in cfg.get("mlp_only_layers", []):
         return "mlp.", ("gate_proj", "up_proj", "down_proj")
     return None
 
@@ -142,7 +143,7 @@ def random_weights(cfg, dtype, seed):
         if arch in QK_NORM:
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
-        if arch == "Qwen2ForCausalLM":
+        if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM"):
             w[p + "self_attn.q_proj.bias"] = bias(heads * hd)
             w[p + "self_attn.k_proj.bias"] = bias(kv * hd)
             w[p + "self_attn.v_proj.bias"] = bias(kv * hd)
@@ -161,6 +162,13 @@ def random_weights(cfg, dtype, seed):
                 w[q + gate + ".weight"] = mat(e_ffn, hidden)
                 w[q + up + ".weight"] = mat(e_ffn, hidden)
                 w[q + down + ".weight"] = mat(hidden, e_ffn)
+            if "shared_expert_intermediate_size" in cfg:
+                s_ffn = cfg["shared_expert_intermediate_size"]
+                q = p + prefix + "shared_expert."
+                w[q + "gate_proj.weight"] = mat(s_ffn, hidden)
+                w[q + "up_proj.weight"] = mat(s_ffn, hidden)
+                w[q + "down_proj.weight"] = mat(hidden, s_ffn)
+                w[p + prefix + "shared_expert_gate.weight"] = mat(1, hidden)
             continue
         if arch == "Phi3ForCausalLM":
             w[p + "mlp.gate_up_proj.weight"] = mat(2 * ffn, hidden)
@@ -265,7 +273,7 @@ def softcap(x, cap):
     return torch.tanh(x / cap) * cap if cap else x
 
 
-def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True):
+def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True, shared_expert=True):
     """The mixture of experts over h (n, hidden): each expert run on every
     token, its output weighted by the token's routing weight (0 unless
     chosen), which is the definition the grouped kernels must equal."""
@@ -282,11 +290,16 @@ def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True):
         q = p + prefix + f"experts.{e}."
         g, u = li(h) @ w[q + gate + ".weight"].T, li(h) @ w[q + up + ".weight"].T
         out = out + routing[:, e:e + 1] * (li(torch.nn.functional.silu(g) * u) @ w[q + down + ".weight"].T)
+    q = p + prefix + "shared_expert."
+    if shared_expert and q + "gate_proj.weight" in w:
+        g, u = li(h) @ w[q + "gate_proj.weight"].T, li(h) @ w[q + "up_proj.weight"].T
+        shared = li(torch.nn.functional.silu(g) * u) @ w[q + "down_proj.weight"].T
+        out = out + torch.sigmoid(li(h) @ w[p + prefix + "shared_expert_gate.weight"].T) * shared
     return out
 
 
 def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
-            softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True):
+            softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True, shared_expert=True):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
     switches turn a feature off, so a test can show it matters; layer_input,
     if given, is applied to the input of every layer's matmul (to model an
@@ -355,7 +368,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             h = norm(x, p + "post_attention_layernorm.weight")
         moe = moe_layer(cfg, l)
         if moe:
-            x = x + moe_mlp(cfg, w, p, h, li, moe, top_k, topk_norm)
+            x = x + moe_mlp(cfg, w, p, h, li, moe, top_k, topk_norm, shared_expert)
             continue
         if arch == "Phi3ForCausalLM":
             gate, up = (li(h) @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)

@@ -125,6 +125,13 @@ CASES = [
                             num_experts=16, num_experts_per_tok=4, moe_intermediate_size=48,
                             norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0),
          control={"topk_norm": False, "qk_norm": False}),
+    # Qwen1.5-MoE-A2.7B scaled down: Qwen2 attention with biases, 8 experts
+    # of 32, top-2 without renormalising, a gated shared expert of 96.
+    dict(name="qwen2moe-shared-expert", tok="qwen3", dtype=torch.float16, n=40,
+         config=base_config("Qwen2MoeForCausalLM", vocab_size=151936, num_experts=8, num_experts_per_tok=2,
+                            moe_intermediate_size=32, shared_expert_intermediate_size=96,
+                            norm_topk_prob=False, use_sliding_window=False, rope_theta=1000000.0),
+         control={"shared_expert": False, "biases": False}),
     # Phi-4-mini scaled down: fused projections, 3/4 of each head rotated.
     dict(name="phi3-fused-partial-rotary", tok="spm", dtype=torch.float16, n=64,
          config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75)),
