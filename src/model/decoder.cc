@@ -619,13 +619,17 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   for (int32_t e = 0; e < c.n_experts; ++e)
     expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + static_cast<size_t>(e)].fetch_add(
         static_cast<uint64_t>(r.count(e)), std::memory_order_relaxed);
-  std::fill_n(ws_.proj.begin(), static_cast<size_t>(n) * dim, 0.0f);
-  for (int32_t i = 0; i < n_routed; ++i) {  // expert by expert: each row sums its experts in order
-    float* out = &ws_.proj[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim];
-    const float* y = &ws_.moe_y[static_cast<size_t>(i) * dim];
-    const float weight = r.weights[static_cast<size_t>(i)];
-    for (size_t j = 0; j < dim; ++j) out[j] += weight * y[j];
-  }
+  const auto k = static_cast<size_t>(c.n_experts_used);
+  for_rows(pool, n, dim * k, [&](int32_t i) {  // each row sums its experts' outputs in expert order
+    float* out = &ws_.proj[i * dim];
+    std::fill_n(out, dim, 0.0f);
+    for (size_t j = 0; j < k; ++j) {
+      const auto entry = static_cast<size_t>(r.entries[i * k + j]);
+      const float* y = &ws_.moe_y[entry * dim];
+      const float weight = r.weights[entry];
+      for (size_t d = 0; d < dim; ++d) out[d] += weight * y[d];
+    }
+  });
   if (w.shared_gate) shared_expert(w, n, pool);
 }
 

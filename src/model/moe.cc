@@ -69,11 +69,18 @@ void route_tokens(const float* logits, int32_t n, int32_t n_experts, int32_t k, 
   out.weights.resize(chosen.size());
   std::vector<int32_t>& fill = out.fill;
   fill.assign(out.offset.begin(), out.offset.end() - 1);
+  out.entries.resize(chosen.size());
   for (size_t at = 0; at < chosen.size(); ++at) {
     const auto slot = static_cast<size_t>(fill[static_cast<size_t>(chosen[at])]++);
     out.rows[slot] = static_cast<int32_t>(at / uk);
     out.weights[slot] = weight[at];
+    out.entries[at] = static_cast<int32_t>(slot);
   }
+  // Entries are grouped by ascending expert: sorting a row's slots orders
+  // its experts.
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    std::sort(out.entries.begin() + static_cast<std::ptrdiff_t>(i * uk),
+              out.entries.begin() + static_cast<std::ptrdiff_t>((i + 1) * uk));
 }
 
 }  // namespace duet

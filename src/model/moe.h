@@ -24,6 +24,9 @@ struct ExpertRoutes {
   std::vector<int32_t> offset;
   std::vector<int32_t> rows;
   std::vector<float> weights;
+  // [n][k]: row i's entries of rows/weights, in ascending expert order (so
+  // a row sums its experts' outputs in one order whatever the batch).
+  std::vector<int32_t> entries;
   // Scratch kept between calls, so steady-state decode allocates nothing.
   std::vector<int32_t> chosen, order, fill;
   std::vector<float> chosen_weight, prob;

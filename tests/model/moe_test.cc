@@ -26,6 +26,7 @@ TEST(RouteTokens, TopKOfTheSoftmaxGroupedByExpert) {
   route_tokens(logits.data(), 2, 4, 2, /*renormalize=*/true, r);
   EXPECT_EQ(r.offset, (std::vector<int32_t>{0, 1, 2, 4, 4}));
   EXPECT_EQ(r.rows, (std::vector<int32_t>{0, 1, 0, 1}));
+  EXPECT_EQ(r.entries, (std::vector<int32_t>{0, 2, 1, 3}));  // per row, its experts ascending
   const float w0 = 1.0f / (1.0f + std::exp(1.0f));  // row 0: e^1 / (e^1 + e^2)
   EXPECT_NEAR(r.weights[0], w0, 1e-6f);
   EXPECT_NEAR(r.weights[2], 1.0f - w0, 1e-6f);
