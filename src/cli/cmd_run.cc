@@ -137,6 +137,7 @@ int run(RunOptions o) {
   stats.arch = (*model)->config().arch;
   stats.type_mix = type_mix((*model)->file().tensors());
   if (!o.json) std::fprintf(stderr, "model: %s, %s\n", stats.arch.c_str(), format_type_mix(stats.type_mix).c_str());
+  if (const std::string notes = (*model)->load_notes(); !notes.empty()) std::fprintf(stderr, "note: %s\n", notes.c_str());
   stats.prompt_ids = tok.encode(o.prompt, !o.no_bos && tok.add_bos_default());
   EngineConfig config;
   if (Status st = apply_engine_options(o.engine, **model, config); !st) return fail(st.error());

@@ -56,8 +56,6 @@ struct ModelConfig {
   float rope_base_local = 0.0f;
   bool tied_output = false;         // the head reads token_embd (no output.weight)
   bool qkv_bias = false;            // set by the weight binder (Qwen2)
-  bool qk_norm = false;             // per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3)
-  bool post_norms = false;          // RMSNorm of attention and FFN outputs too (Gemma 2/3)
   float embed_scale = 1.0f;         // embeddings are multiplied by this (Gemma: sqrt(dim))
   FfnActivation ffn_act = FfnActivation::kSilu;
   float attn_softcap = 0.0f;        // > 0: scores become cap * tanh(score / cap) (Gemma 2)

@@ -11,6 +11,7 @@
 #include "kernels/packed_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/type_kernels.h"
+#include "core/memory_info.h"
 #include "model/moe.h"
 #include "model/packed_weights.h"
 
@@ -84,6 +85,7 @@ class DecoderModel final : public Model {
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
+  std::string load_notes() const override { return notes_; }
   void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
     if (observer_) observer_->observe(w, x, m);
@@ -110,6 +112,7 @@ class DecoderModel final : public Model {
   // Tokens routed to each expert since load, [layer][expert]: written by
   // the forward pass, read by metrics from other threads.
   std::unique_ptr<std::atomic<uint64_t>[]> expert_tokens_;
+  std::string notes_;
 };
 
 // ne1 0: a vector of ne0 elements.
@@ -204,8 +207,6 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
   config_.qkv_bias = layers_[0].bq != nullptr;
-  config_.qk_norm = layers_[0].q_norm != nullptr;
-  config_.post_norms = layers_[0].post_attn_norm != nullptr;
   DUET_TRY(pack_matrices());
   return bind_rope();
 }
@@ -240,12 +241,23 @@ Status DecoderModel::pack_matrices() {
   const bool tied = output_ == embd_;
   DUET_TRY(pack({&output_}));
   if (tied) embd_ = output_;
+  // Experts that would not fit in memory as packed copies stay in the
+  // mapped file: the kernel pages each in when a token routes to it.
+  size_t expert_bytes = 0;
+  for (const LayerWeights& w : layers_)
+    for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_up, &w.exp_down})
+      for (const TensorView* t : m->experts) expert_bytes += packable(*t) ? packed_bytes(*t) : 0;
+  const uint64_t room = available_memory_bytes();
+  const bool experts_fit = expert_bytes < room / 10 * 9;
+  if (!experts_fit)
+    notes_ = "experts stay mapped from the file (" + std::to_string(expert_bytes >> 20) + " MiB packed would not fit in the " +
+             std::to_string(room >> 20) + " MiB available): decode pages them in as tokens route to them";
   for (LayerWeights& w : layers_) {
     std::vector<const TensorView**> slots = {&w.wq, &w.wk, &w.wv, &w.wo};
     for (const TensorView** m : {&w.w_gate, &w.w_up, &w.w_down, &w.router, &w.shared_gate, &w.shared_up, &w.shared_down})
       if (*m) slots.push_back(m);
     DUET_TRY(pack(slots));
-    if (!w.router) continue;
+    if (!w.router || !experts_fit) continue;
     DUET_TRY(pack_experts(w.exp_gate, config_.expert_ffn_dim));
     DUET_TRY(pack_experts(w.exp_up, config_.expert_ffn_dim));
     DUET_TRY(pack_experts(w.exp_down, config_.dim));

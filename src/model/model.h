@@ -59,6 +59,10 @@ class Model {
   // another thread runs forward.
   virtual std::vector<uint64_t> expert_token_counts() const { return {}; }
 
+  // What loading chose that a user should know (e.g. weights left in the
+  // mapped file for want of memory); empty when nothing.
+  virtual std::string load_notes() const { return {}; }
+
   // Every later forward pass shows each matrix product's input to
   // `observer` (not owned; nullptr stops it).
   void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }
