@@ -10,6 +10,7 @@
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
 #include "model/model.h"
+#include "prompt_logits.h"
 #include "test_util.h"
 
 namespace duet {
@@ -99,20 +100,7 @@ TEST(ArchitectureLoad, WindowLargerThanTheContext) {
 class SynthArchitecture : public ::testing::TestWithParam<const char*> {};
 
 std::vector<float> run(Model& m, const std::vector<int32_t>& prompt, bool one_batch) {
-  ThreadPool pool(2);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(prompt.size())));
-  BlockTable table;
-  EXPECT_TRUE(table.reserve(cache.pool(), static_cast<int32_t>(prompt.size())));
-  const size_t vocab = static_cast<size_t>(m.config().n_vocab);
-  std::vector<float> logits(prompt.size() * vocab);
-  const size_t step = one_batch ? prompt.size() : 1;
-  for (size_t i0 = 0; i0 < prompt.size(); i0 += step) {
-    Batch b;
-    const int32_t s = b.add_sequence(&table);
-    for (size_t i = i0; i < i0 + step; ++i) b.add(prompt[i], static_cast<int32_t>(i), s, true);
-    EXPECT_TRUE(m.forward(b, cache, pool, logits.data() + i0 * vocab).ok());
-  }
-  return logits;
+  return testing::prompt_logits(m, prompt, one_batch);
 }
 
 TEST_P(SynthArchitecture, PrefillEqualsDecode) {

@@ -11,18 +11,23 @@ namespace {
 
 using namespace duet::testing;
 
+// /metrics of a server with options o after one 20-token completion.
+std::string metrics_after_a_completion(const HarnessOptions& o) {
+  TestServer s(o);
+  EXPECT_TRUE(s.ok());
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
+  EXPECT_TRUE(r);
+  if (r) EXPECT_EQ(r->status, 200) << r->body;
+  return c.Get("/metrics")->body;
+}
+
 TEST(KvMetrics, ExposeTypeAndBytesPerToken) {
   HarnessOptions o;
   o.engine.n_threads = 1;
   o.engine.kv_type = KvType::Q8;
   o.engine.kv_bytes = 64 * 1024;
-  TestServer s(o);
-  ASSERT_TRUE(s.ok());
-  auto c = s.client();
-  auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
-  const std::string m = c.Get("/metrics")->body;
+  const std::string m = metrics_after_a_completion(o);
   // stories260K: 5 layers x K,V x 4 KV heads x (8 int8 + one fp16 scale).
   EXPECT_EQ(metric_value(m, "duet_kv_bytes_per_token"), 5 * 2 * 4 * 10) << m;
   EXPECT_EQ(metric_value(m, "duet_kv_cache_type{type=\"q8\"}"), 1) << m;
@@ -41,13 +46,7 @@ TEST(MoeMetrics, ExpertLoadPerLayer) {
   ASSERT_TRUE(synth_model(synth, dir.file("moe.gguf")).ok());
   HarnessOptions o;
   o.model_path = dir.file("moe.gguf");
-  TestServer s(o);
-  ASSERT_TRUE(s.ok());
-  auto c = s.client();
-  auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
-  const std::string m = c.Get("/metrics")->body;
+  const std::string m = metrics_after_a_completion(o);
   for (const char* layer : {"0", "1"}) {
     const std::string l = std::string("{layer=\"") + layer + "\"";
     EXPECT_EQ(metric_value(m, "duet_moe_expert_load_count" + l + "}"), 8) << m;
