@@ -8,6 +8,7 @@
 #include <random>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "formats/type_mix.h"
 #include "cli/common.h"
 #include "kernels/roofline.h"
@@ -87,6 +88,8 @@ std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
   std::vector<PhaseResult> out;
   if (o.n_prompt > 0) out.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, false, {}});
   if (o.n_gen > 0) out.push_back({"tg" + std::to_string(o.n_gen), o.n_gen, true, {}});
+  ProgressBar bar("bench", static_cast<double>(out.size()) * o.reps, "runs");
+  int32_t runs = 0;
   for (PhaseResult& p : out) {
     const std::vector<int32_t> prefix(ids.begin(), ids.begin() + p.n);
     const std::vector<int32_t> warm(prefix.begin(), prefix.begin() + std::min(p.n, 8));
@@ -94,6 +97,7 @@ std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
     for (int32_t r = 0; r < o.reps; ++r) {
       if (o.roofline) p.roofs.push_back(measure_roofline(engine.threads(), static_cast<size_t>(o.probe_mib) << 20));
       p.tps.push_back(p.n / time_phase(engine, prefix, p.decode));
+      bar.update(++runs);
     }
   }
   return out;

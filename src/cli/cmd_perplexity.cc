@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/common.h"
 #include "model/model.h"
 
@@ -69,6 +70,7 @@ Result<Score> score_text(Model& m, const std::vector<int32_t>& ids, int32_t ctx,
   KvCache cache(m.kv_shape(), blocks_for_tokens(ctx), kv_type);
   std::vector<float> logits;  // [scored rows][n_vocab]
   Score score;
+  ProgressBar bar("perplexity", n - 1, "tokens");
   int32_t scored_end = 1;  // tokens before this have been scored (token 0 never is)
   for (int32_t begin = 0; scored_end < n; begin += stride) {
     const int32_t end = std::min(begin + ctx, n);
@@ -90,6 +92,7 @@ Result<Score> score_text(Model& m, const std::vector<int32_t>& ids, int32_t ctx,
                           ids[static_cast<size_t>(begin + r + 1)]));
     scored_end = end;
     ++score.windows;
+    bar.update(scored_end - 1);
   }
   return score;
 }

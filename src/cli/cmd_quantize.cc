@@ -1,12 +1,11 @@
 // duet quantize IN.gguf OUT.gguf TYPE: rewrites a model with its matrices in
 // TYPE under the per-tensor policy of quantize/policy.h, optionally weighting
 // the quantization error by activations measured on calibration text.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/common.h"
 #include "quantize/quantize_gguf.h"
 #include "quantize/calibration.h"
@@ -30,19 +29,6 @@ constexpr const char* kTargetTypes =
     "q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 iq4_nl iq4_xs q3_k q2_k tq2_0 tq1_0 f16 bf16 f32";
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
-// One line per tensor; on a terminal, one line redrawn in place.
-void print_progress(const QuantizeProgress& p) {
-  static const bool tty = isatty(fileno(stderr));
-  constexpr int kWidth = 24;
-  const int filled = static_cast<int>(kWidth * (p.index + 1) / p.count);
-  std::fprintf(stderr, "%s[%.*s%*s] %zu/%zu %-28s %5s -> %-5s %9.2f -> %8.2f MiB%s",
-               tty ? "\r" : "", filled, "########################", kWidth - filled, "",
-               p.index + 1, p.count, p.tensor->name.c_str(),
-               std::string(dtype_name(p.tensor->dtype)).c_str(),
-               std::string(dtype_name(p.choice.type)).c_str(), mib(p.bytes_in), mib(p.bytes_out),
-               tty && p.index + 1 < p.count ? "" : "\n");
-}
 
 Result<ChannelImportance> calibrate(const QuantizeArgs& a, ThreadPool& pool) {
   DUET_ASSIGN(std::unique_ptr<Model> model, Model::load(a.in));
@@ -74,10 +60,16 @@ int run(const QuantizeArgs& a) {
   }
   auto in = GgufFile::open(a.in);
   if (!in) return fail(in.error());
-  auto sum = quantize_gguf(*in, a.out, o, pool, print_progress);
+  uint64_t total = 0;
+  for (const TensorView& t : in->tensors()) total += t.nbytes;
+  Result<QuantizeSummary> sum = err("not run");
+  {
+    ProgressBar bar("quantize", mib(total), "MiB");
+    sum = quantize_gguf(*in, a.out, o, pool, [&](const QuantizeProgress& p) { bar.update(mib(p.bytes_in)); });
+  }
   if (!sum) return fail(sum.error());
-  std::fprintf(stderr, "wrote %s: tensor data %.2f MiB -> %.2f MiB (%.2f -> %.2f bits per weight)\n",
-               a.out.c_str(), mib(sum->bytes_in), mib(sum->bytes_out),
+  std::fprintf(stderr, "wrote %s: %zu tensors, tensor data %.2f MiB -> %.2f MiB (%.2f -> %.2f bits per weight)\n",
+               a.out.c_str(), in->tensors().size(), mib(sum->bytes_in), mib(sum->bytes_out),
                sum->bits_per_weight_in(), sum->bits_per_weight_out());
   std::string types;
   for (const auto& [t, count] : sum->tensors_by_type)
