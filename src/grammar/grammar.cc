@@ -175,10 +175,10 @@ class GrammarBuilder {
       bodies_[star].push_back({});
       out.push_back({true, star});
     } else if (e.max > e.min) {
+      DUET_TRY(count(4 * static_cast<size_t>(e.max - e.min)));  // before building any of it
       uint32_t inner = 0;
       for (int k = 0; k < e.max - e.min; ++k) {
         const uint32_t opt = new_rule(owner + "/opt");
-        DUET_TRY(count(4));
         if (k == 0)
           bodies_[opt].push_back({x});
         else

@@ -11,6 +11,7 @@
 #include "formats/gguf.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -119,6 +120,16 @@ term ::= [0-9]+ | "(" expr ")")G";
 
 TEST(TokenMask, NonAsciiClassesMatchBruteForce) {
   check_masks("qwen2", "root ::= [а-я ]+ \"!\"", "\xD0\xBF\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80!", 1);
+}
+
+TEST(TokenMask, JsonSchemaMatchesBruteForce) {
+  auto gbnf = json_schema_to_gbnf(R"({"type":"object","properties":{"id":{"type":"integer","minimum":1,"maximum":500},
+    "name":{"type":"string","maxLength":12},"when":{"type":"string","format":"date"},
+    "tags":{"type":"array","items":{"enum":["x","yz"]},"maxItems":2}},"required":["id","name"],"additionalProperties":false})");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  const std::string doc = R"({"id": 42, "name": "Ada \"L\"", "when": "2024-02-29", "tags": ["yz", "x"]})";
+  check_masks("llama-spm", *gbnf, doc, 2);
+  check_masks("qwen2", *gbnf, doc, 5);
 }
 
 TEST(TokenMask, EndTokenOnlyWhenComplete) {
