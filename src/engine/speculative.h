@@ -112,6 +112,7 @@ Status Speculator::propose(std::span<Sequence* const> running, Room ctx_room, Th
   for (Sequence* seq : running) {
     // Only sequences decoding: their one pending token is the last sampled.
     if (seq->n_pending() != 1 || seq->n_generated() == 0) continue;
+    if (seq->grammar) continue;  // drafts would need checking against the grammar
     const int32_t room = std::min(seq->params.max_tokens - seq->n_generated(), ctx_room(seq)) - 1;
     seq->spec.k = std::min(adaptive_draft_len(seq->spec.accept_rate, draft_max_), room);
     if (seq->spec.k > 0) drafted_.push_back(seq);

@@ -31,7 +31,7 @@ const std::set<std::string> kObjectKeywords = {"properties", "required", "additi
 
 // The primitives every schema grammar may use, written out on first use.
 const std::map<std::string, std::string> kPrimitives = {
-    {"ws", "[ \\t\\n]{0," + std::to_string(kMaxJsonSpaces) + "}"},
+    {"ws", "(\" \" | \"\\n\" [ \\t]{0," + std::to_string(kMaxJsonIndent) + "})?"},
     {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})"},
     {"json-string", "\"\\\"\" json-char* \"\\\"\""},
     {"json-integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,15})"},

@@ -15,9 +15,9 @@
 // $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored.
 // Any other keyword is an error naming it and its JSON pointer.
 //
-// Generated JSON has no whitespace limit problem: between tokens at most
-// kMaxJsonSpaces spaces/newlines/tabs, so a model cannot loop on spaces;
-// numerals are at most 16 digits (fraction 16, exponent 3).
+// Whitespace between JSON tokens is bounded so a model cannot loop on it:
+// nothing, one space, or a newline and up to kMaxJsonIndent spaces/tabs of
+// indentation. Numerals are at most 16 digits (fraction 16, exponent 3).
 #pragma once
 
 #include <memory>
@@ -29,7 +29,7 @@
 
 namespace duet {
 
-constexpr int kMaxJsonSpaces = 16;
+constexpr int kMaxJsonIndent = 16;
 
 struct JsonSchemaLimits {
   int max_depth = 48;                     // nested subschemas

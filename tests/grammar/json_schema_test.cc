@@ -103,7 +103,7 @@ const std::vector<Case>& cases() {
        {"[]", "[1]", R"([1,"a"])"}, {R"(["a"])", R"([1,"a",2])"}},
       {"empty_schema", R"({})", {"1", R"({"a":[null]})", R"("s")"}, {"nul", "{"}},
       {"bounded_whitespace", R"({"type":"array","items":{"type":"integer"}})",
-       {"[1,   2]"}, {"[1,                                          2]"}},
+       {"[1, 2]", "[\n  1,\n  2\n]"}, {"[1,  2]", "[1,\n                                  2]"}},
   };
   return kCases;
 }
