@@ -33,8 +33,9 @@ struct RequestParams {
   // The output must be a string of this grammar (compiled by the front end
   // from GBNF or a JSON Schema): each step masks the tokens that cannot
   // continue it, end tokens are allowed only where it can end, and
-  // generation stops once it is complete. Null: unconstrained. Sequences
-  // with a grammar do not draft (speculative decoding skips them).
+  // generation stops once it is complete. Null: unconstrained. Speculative
+  // drafts are cut at the first token the grammar rejects and verified
+  // against masked rows.
   std::shared_ptr<const Grammar> grammar;
 };
 

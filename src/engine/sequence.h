@@ -74,6 +74,10 @@ struct Sequence {
   RequestTimings timings;
   SpecState spec;
   std::optional<GrammarMatcher> grammar;  // where the output stands in params.grammar
+  // tokens.size() just after the token that completed the grammar (-1:
+  // not yet). A step may choose several tokens before any is reported, so
+  // the report of each compares its own position with this.
+  int32_t grammar_end = -1;
 };
 
 }  // namespace duet

@@ -47,10 +47,14 @@ const std::vector<ChosenToken>& TokenSelector::select(const ModelOutput& out, Sp
     const auto raw_start = static_cast<int64_t>(raw_rows_.size());
     new_tokens_.clear();
     if (seq->spec.n_draft > 0) {
+      if (seq->grammar) constrain_drafts(seq, row, out.n_vocab);
       const Speculator::Outcome o = speculator->verify(seq, out.n_vocab, row, blocks, new_tokens_, raw_rows_);
       spec_counts_.drafted += o.n_draft;
       spec_counts_.accepted += o.n_accepted;
       ++spec_counts_.passes;
+      if (seq->grammar)
+        for (size_t i = 0; i < new_tokens_.size(); ++i)
+          advance_grammar(seq, new_tokens_[i], seq->size() - static_cast<int32_t>(new_tokens_.size() - i - 1));
     } else {
       if (want_raw) raw_rows_.insert(raw_rows_.end(), row, row + n_vocab);
       int32_t drawn = presampled_[e];
@@ -59,7 +63,7 @@ const std::vector<ChosenToken>& TokenSelector::select(const ModelOutput& out, Sp
                              : seq->sampler.sample(row, out.n_vocab, seq->tokens);
       new_tokens_.push_back(drawn);
       seq->tokens.push_back(drawn);
-      if (seq->grammar) advance_grammar(seq, drawn);
+      if (seq->grammar) advance_grammar(seq, drawn, seq->size());
     }
     for (size_t i = 0; i < new_tokens_.size(); ++i)
       chosen_.push_back({seq, seq->id, new_tokens_[i],
@@ -68,8 +72,22 @@ const std::vector<ChosenToken>& TokenSelector::select(const ModelOutput& out, Sp
   return chosen_;
 }
 
+void TokenSelector::constrain_drafts(Sequence* seq, float* rows, int32_t n_vocab) const {
+  // Row j follows the j drafts before it: mask it with the grammar there.
+  GrammarMatcher m = *seq->grammar;
+  const int32_t base = seq->size() - seq->spec.n_draft;
+  for (int32_t j = 0; j <= seq->spec.n_draft; ++j) {
+    constrain(m, rows + static_cast<size_t>(j) * static_cast<size_t>(n_vocab), n_vocab);
+    if (j < seq->spec.n_draft) m.accept_bytes(trie_->token_bytes(seq->tokens[static_cast<size_t>(base + j)]));
+  }
+}
+
 void TokenSelector::constrain(Sequence* seq, float* row, int32_t n_vocab) const {
-  const std::shared_ptr<const TokenMask> mask = token_mask(*seq->grammar, *trie_);
+  constrain(*seq->grammar, row, n_vocab);
+}
+
+void TokenSelector::constrain(const GrammarMatcher& matcher, float* row, int32_t n_vocab) const {
+  const std::shared_ptr<const TokenMask> mask = token_mask(matcher, *trie_);
   bool any = false;
   const auto n = static_cast<size_t>(std::min(n_vocab, trie_->n_vocab()));
   for (size_t w = 0; w * 64 < n; ++w) {
@@ -96,10 +114,11 @@ int32_t TokenSelector::sample_constrained(Sequence* seq, float* row, int32_t n_v
   return static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
 }
 
-void TokenSelector::advance_grammar(Sequence* seq, int32_t token) const {
+void TokenSelector::advance_grammar(Sequence* seq, int32_t token, int32_t size_after) const {
   const auto& ends = trie_->end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) return;
   if (token >= 0 && token < trie_->n_vocab()) seq->grammar->accept_bytes(trie_->token_bytes(token));
+  if (seq->grammar_end < 0 && seq->grammar->is_complete()) seq->grammar_end = size_after;
 }
 
 }  // namespace duet

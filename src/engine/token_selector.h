@@ -49,10 +49,16 @@ class TokenSelector {
   void presample(const ModelOutput& out, ThreadPool& threads);
   // Sets the logits of tokens the sequence's grammar forbids to -inf.
   void constrain(Sequence* seq, float* row, int32_t n_vocab) const;
+  void constrain(const GrammarMatcher& matcher, float* row, int32_t n_vocab) const;
+  // The rows a sequence's drafts are verified against, each masked with the
+  // grammar after the drafts before it (the speculator kept only drafts the
+  // grammar accepts).
+  void constrain_drafts(Sequence* seq, float* rows, int32_t n_vocab) const;
   // constrain(), then the sequence's sampler.
   int32_t sample_constrained(Sequence* seq, float* row, int32_t n_vocab) const;
   // Moves the sequence's grammar past its chosen token.
-  void advance_grammar(Sequence* seq, int32_t token) const;
+  // `size_after`: seq->tokens.size() counting this token.
+  void advance_grammar(Sequence* seq, int32_t token, int32_t size_after) const;
 
   std::vector<ChosenToken> chosen_;
   std::vector<int32_t> presampled_;  // per out.sequences entry: its token, or -1
