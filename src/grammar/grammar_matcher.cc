@@ -83,7 +83,12 @@ void StackStepper::advance(const GrammarState& in, uint8_t byte, bool scratch, G
   for (GrammarStack s : in) {
     const uint32_t p = stack_pos(s);
     if (p == kDonePos || !sets[els[p].arg].has(byte)) continue;
-    expand(p + 1, stack_frame(s), scratch, out);
+    // Inside a literal or a multi-byte character the next element is
+    // another byte set: no expansion needed (the mask walk's common case).
+    if (els[p + 1].kind == GrammarElement::kBytes)
+      out.push_back(make_stack(p + 1, stack_frame(s)));
+    else
+      expand(p + 1, stack_frame(s), scratch, out);
   }
   if (out.size() > 1) {
     std::sort(out.begin(), out.end());
