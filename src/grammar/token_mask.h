@@ -21,10 +21,12 @@ inline bool mask_has(const TokenMask& m, int32_t id) {
 }
 
 // Bounded: when full it starts over (states of one generation cluster, so
-// the recent ones come back quickly).
+// the recent ones come back quickly). One per sequence (frame ids are
+// local to a matcher's arena): 32 MiB holds ~1700 masks of a 152k
+// vocabulary, more states than a long generation visits.
 class MaskCache {
  public:
-  explicit MaskCache(size_t max_bytes = size_t{256} << 20) : max_bytes_(max_bytes) {}
+  explicit MaskCache(size_t max_bytes = size_t{32} << 20) : max_bytes_(max_bytes) {}
   std::shared_ptr<const TokenMask> find(uint64_t trie, const GrammarState& s) const;
   void put(uint64_t trie, const GrammarState& s, std::shared_ptr<const TokenMask> mask);
   size_t hits = 0, misses = 0;
