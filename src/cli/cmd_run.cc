@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/engine_options.h"
+#include "cli/grammar_option.h"
 #include "engine/engine.h"
 #include "engine/metrics.h"
 #include "formats/type_mix.h"
@@ -23,6 +24,7 @@ struct RunOptions {
   int32_t n_predict = 256;
   SamplingOptions sampling;
   EngineOptions engine;
+  GrammarOptions grammar;
   bool ignore_eos = false;
   bool json = false;
   bool no_bos = false;
@@ -126,6 +128,9 @@ int run(RunOptions o) {
     o.prompt = std::move(*text);
   }
   if (o.n_predict < 0) return fail(err("-n must be >= 0"));
+  // Before the model loads: a grammar that does not compile fails fast.
+  auto grammar = load_grammar(o.grammar);
+  if (!grammar) return fail(grammar.error());
 
   auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
   if (!model) return fail(model.error());
@@ -152,6 +157,7 @@ int run(RunOptions o) {
   stats.seed = params.sampling.seed;
   params.max_tokens = o.n_predict;
   params.ignore_eos = o.ignore_eos;
+  params.grammar = *grammar;
 
   std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
   std::fflush(stdout);
@@ -186,6 +192,7 @@ const bool registered = register_command(
       app.add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
       add_sampling_options(app, &o->sampling);
       add_engine_options(app, &o->engine);
+      add_grammar_options(app, &o->grammar);
       app.add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-sequence");
       app.add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
       app.add_flag("--json", o->json, "Print the stats as one JSON object on stderr");

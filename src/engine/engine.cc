@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "engine/grammar_vocab.h"
 #include "kv/prefix_cache.h"
 
 namespace duet {
@@ -96,6 +97,11 @@ Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams&
                                TokenCallback on_token, int64_t id) {
   DUET_TRY(check_prompt(prompt));
   if (id == 0) id = new_request_id();
+  if (params.grammar && !trie_) {
+    trie_ = make_token_trie(model_.tokenizer());
+    selector_.set_vocabulary(trie_);
+    if (speculator_) speculator_->set_vocabulary(trie_);
+  }
   auto seq = std::make_unique<Sequence>(id, std::move(prompt), params, std::move(on_token));
   seq->text.emplace(model_.tokenizer(), params.stop, params.continues_prompt);
   metrics_.prompt_tokens += seq->n_prompt;
@@ -136,6 +142,7 @@ Status Engine::enable_speculation(const SpecConfig& spec) {
     drafter = make_lookup_drafter(spec.lookup);
   }
   speculator_ = drafter ? std::make_unique<Speculator>(std::move(drafter), spec.draft_max) : nullptr;
+  if (speculator_ && trie_) speculator_->set_vocabulary(trie_);
   return {};
 }
 

@@ -111,6 +111,7 @@ class Engine {
   OutputProcessor output_;
   KvWindow window_;
   std::unique_ptr<Speculator> speculator_;  // null: no speculative decoding
+  std::shared_ptr<const TokenTrie> trie_;   // built on the first request with a grammar
   int32_t max_seqs_;
 
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;

@@ -43,7 +43,9 @@ TokenOutcome OutputProcessor::process(Sequence* seq, int32_t token, const float*
   }
   // The limits count the tokens reported so far, not accepted drafts after.
   const int32_t n_reported = seq->n_prompt + seq->timings.n_generated;
-  if (eos || seq->stop_matched)
+  // A complete grammar that nothing more can follow ends the output too.
+  const bool grammar_done = seq->grammar_end >= 0 && n_reported >= seq->grammar_end;
+  if (eos || seq->stop_matched || grammar_done)
     out.finish = FinishReason::kStop;
   else if (seq->timings.n_generated >= seq->params.max_tokens)
     out.finish = FinishReason::kLength;

@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
 
 namespace duet {
+
+class Grammar;
 
 enum class FinishReason { kNone, kStop, kLength, kContext, kCancelled, kError };
 const char* finish_reason_name(FinishReason r);
@@ -27,6 +30,13 @@ struct RequestParams {
   // The output text continues the prompt's (completions), so its first
   // piece keeps a leading space; false for a reply that starts anew.
   bool continues_prompt = true;
+  // The output must be a string of this grammar (compiled by the front end
+  // from GBNF or a JSON Schema): each step masks the tokens that cannot
+  // continue it, end tokens are allowed only where it can end, and
+  // generation stops once it is complete. Null: unconstrained. Speculative
+  // drafts are cut at the first token the grammar rejects and verified
+  // against masked rows.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // Timings of one request, in seconds since it was submitted.

@@ -11,6 +11,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_text.h"
+#include "grammar/grammar_matcher.h"
 #include "kv/block_table.h"
 
 namespace duet {
@@ -41,6 +42,7 @@ struct Sequence {
         on_token(std::move(on_token)),
         submitted(Clock::now()) {
     timings.n_prompt = n_prompt;
+    if (params.grammar) grammar.emplace(params.grammar);
   }
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
@@ -71,6 +73,11 @@ struct Sequence {
   Clock::time_point submitted;
   RequestTimings timings;
   SpecState spec;
+  std::optional<GrammarMatcher> grammar;  // where the output stands in params.grammar
+  // tokens.size() just after the token that completed the grammar (-1:
+  // not yet). A step may choose several tokens before any is reported, so
+  // the report of each compares its own position with this.
+  int32_t grammar_end = -1;
 };
 
 }  // namespace duet

@@ -181,18 +181,40 @@ Status ModelDrafter::propose(std::span<Sequence* const> seqs, ThreadPool& pool) 
 
 }  // namespace
 
+void Speculator::cut_drafts(Sequence* seq, int32_t n) {
+  SpecState& s = seq->spec;
+  if (s.n_draft <= n) return;
+  seq->tokens.resize(seq->tokens.size() - static_cast<size_t>(s.n_draft - n));
+  s.q.resize(static_cast<size_t>(n));
+  s.n_draft = n;
+  drafter_->keep(seq, seq->size());
+}
+
 void Speculator::trim(const SchedulerOutput& plan) {
   for (Sequence* seq : drafted_) {
     int32_t allowed = 0;  // 0 when the sequence was not scheduled at all
     for (const ScheduledChunk& c : plan.chunks)
       if (c.seq == seq) allowed = c.n_draft;
-    SpecState& s = seq->spec;
-    if (s.n_draft <= allowed) continue;
-    seq->tokens.resize(seq->tokens.size() - static_cast<size_t>(s.n_draft - allowed));
-    s.q.resize(static_cast<size_t>(allowed));
-    s.n_draft = allowed;
-    drafter_->keep(seq, seq->size());
+    cut_drafts(seq, allowed);
   }
+}
+
+void Speculator::keep_grammatical_drafts(Sequence* seq) {
+  if (!trie_) {
+    cut_drafts(seq, 0);
+    return;
+  }
+  GrammarMatcher m = *seq->grammar;
+  const int32_t base = seq->size() - seq->spec.n_draft;
+  const auto& ends = trie_->end_tokens();
+  int32_t ok = 0;
+  for (; ok < seq->spec.n_draft; ++ok) {
+    const int32_t d = seq->tokens[static_cast<size_t>(base + ok)];
+    if (d < 0 || d >= trie_->n_vocab() || std::find(ends.begin(), ends.end(), d) != ends.end()) break;
+    const std::string& bytes = trie_->token_bytes(d);
+    if (bytes.empty() || !m.accept_bytes(bytes)) break;
+  }
+  cut_drafts(seq, ok);
 }
 
 Speculator::Outcome Speculator::verify(Sequence* seq, int32_t n_vocab, float* rows, BlockPool& pool,

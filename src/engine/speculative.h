@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler_output.h"
 #include "engine/sequence.h"
+#include "grammar/token_trie.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
 
@@ -97,10 +98,19 @@ class Speculator {
                  std::vector<int32_t>& out, std::vector<float>& raw);
 
   void release(Sequence* seq) { drafter_->release(seq); }
+  // The vocabulary's bytes, for checking drafts of sequences with a grammar.
+  void set_vocabulary(std::shared_ptr<const TokenTrie> trie) { trie_ = std::move(trie); }
   const BlockPool* block_pool() const { return drafter_->block_pool(); }
 
  private:
+  // Drops the drafts from the first one the sequence's grammar rejects (an
+  // end token ends them too): the target could never accept it.
+  void keep_grammatical_drafts(Sequence* seq);
+  // Drops all but the first n drafts.
+  void cut_drafts(Sequence* seq, int32_t n);
+
   std::unique_ptr<Drafter> drafter_;
+  std::shared_ptr<const TokenTrie> trie_;
   int32_t draft_max_;
   std::vector<Sequence*> drafted_;      // this step's
   TokenDist target_dist_, residual_;    // verification scratch
@@ -117,7 +127,10 @@ Status Speculator::propose(std::span<Sequence* const> running, Room ctx_room, Th
     if (seq->spec.k > 0) drafted_.push_back(seq);
   }
   if (drafted_.empty()) return {};
-  return drafter_->propose(drafted_, pool);
+  DUET_TRY(drafter_->propose(drafted_, pool));
+  for (Sequence* seq : drafted_)
+    if (seq->grammar) keep_grammatical_drafts(seq);
+  return {};
 }
 
 // The n-gram lookup itself: up to k tokens that followed the latest earlier

@@ -5,7 +5,15 @@
 #include <random>
 #include <set>
 
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+
 namespace duet::server {
+
+#define DUET_API_TRY(expr)              \
+  do {                                  \
+    if (auto e_ = (expr)) return e_;    \
+  } while (0)
 
 namespace {
 
@@ -152,14 +160,91 @@ std::optional<ApiError> read_messages(Fields& f, std::vector<ChatMessage>& out) 
   return std::nullopt;
 }
 
+// The schema at body.response_format[.json_schema].schema, in the client's
+// key order when the raw body is at hand.
+std::string schema_text(const json& schema, std::string_view raw_body, bool nested) {
+  if (raw_body.empty()) return schema.dump();
+  const auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, false);
+  if (ordered.is_discarded()) return schema.dump();
+  const auto& rf = ordered["response_format"];
+  return (nested ? rf["json_schema"]["schema"] : rf["schema"]).dump();
+}
+
+std::optional<ApiError> compile_schema(const std::string& text, const std::string& param,
+                                       std::shared_ptr<const Grammar>& out) {
+  auto g = json_schema_to_grammar(text);
+  if (!g.ok()) return invalid("'" + param + "' cannot be used: " + g.error().message, param);
+  out = *g;
+  return std::nullopt;
+}
+
+std::shared_ptr<const Grammar> any_object_grammar() {
+  static const std::shared_ptr<const Grammar> g = [] {
+    auto r = Grammar::from_gbnf(json_object_gbnf());
+    return r.ok() ? *r : nullptr;
+  }();
+  return g;
+}
+
+std::optional<ApiError> read_response_format(Fields& f, std::string_view raw_body,
+                                             std::shared_ptr<const Grammar>& out) {
+  const json* rf = f.get("response_format");
+  if (!rf) return std::nullopt;
+  if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+    return invalid("'response_format' must be an object with a string 'type'", "response_format");
+  const std::string type = (*rf)["type"].get<std::string>();
+  Fields rff(*rf);
+  rff.get("type");
+  if (type == "text") {
+  } else if (type == "json_object") {
+    if (const json* schema = rff.get("schema")) {
+      DUET_API_TRY(compile_schema(schema_text(*schema, raw_body, false), "response_format.schema", out));
+    } else {
+      out = any_object_grammar();
+    }
+  } else if (type == "json_schema") {
+    const json* js = rff.get("json_schema");
+    if (!js || !js->is_object())
+      return invalid("'response_format.json_schema' must be an object with a 'schema'", "response_format.json_schema");
+    Fields jf(*js);
+    const json* name = jf.get("name");
+    if (name && !name->is_string()) return wrong_type("response_format.json_schema.name", "a string");
+    jf.get("description");
+    const json* strict = jf.get("strict");
+    if (strict && !strict->is_boolean()) return wrong_type("response_format.json_schema.strict", "a boolean");
+    const json* schema = jf.get("schema");
+    if (!schema)
+      return invalid("'response_format.json_schema.schema' is required", "response_format.json_schema.schema");
+    if (auto u = jf.unknown())
+      return invalid("unknown field '" + *u + "' in response_format.json_schema", "response_format.json_schema." + *u);
+    DUET_API_TRY(compile_schema(schema_text(*schema, raw_body, true), "response_format.json_schema.schema", out));
+  } else {
+    return invalid("'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'",
+                   "response_format.type");
+  }
+  if (auto u = rff.unknown()) return invalid("unknown field '" + *u + "' in response_format", "response_format." + *u);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_grammar(Fields& f, std::string_view raw_body, std::shared_ptr<const Grammar>& out) {
+  std::shared_ptr<const Grammar> from_format;
+  DUET_API_TRY(read_response_format(f, raw_body, from_format));
+  if (const json* g = f.get("grammar")) {
+    if (!g->is_string()) return wrong_type("grammar", "a string (GBNF)");
+    if (from_format) return invalid("give either 'grammar' or a JSON 'response_format', not both", "grammar");
+    auto compiled = Grammar::from_gbnf(g->get<std::string>());
+    if (!compiled.ok()) return invalid("'grammar' cannot be used: " + compiled.error().message, "grammar");
+    out = *compiled;
+    return std::nullopt;
+  }
+  out = from_format;
+  return std::nullopt;
+}
+
 }  // namespace
 
-#define DUET_API_TRY(expr)              \
-  do {                                  \
-    if (auto e_ = (expr)) return e_;    \
-  } while (0)
-
-std::optional<ApiError> parse_generate_request(const json& body, bool chat, GenerateRequest& out) {
+std::optional<ApiError> parse_generate_request(const json& body, bool chat, GenerateRequest& out,
+                                               std::string_view raw_body) {
   if (!body.is_object()) return invalid("the request body must be a JSON object");
   Fields f(body);
   out.chat = chat;
@@ -243,11 +328,8 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
     if (f.get("tools") || f.get("functions")) return invalid("tools are not supported", "tools");
     f.get("tool_choice");
     f.get("parallel_tool_calls");
-    if (const json* rf = f.get("response_format")) {
-      if (!rf->is_object() || rf->value("type", "") != "text")
-        return invalid("only response_format {\"type\": \"text\"} is supported", "response_format");
-    }
   }
+  DUET_API_TRY(read_grammar(f, raw_body, out.params.grammar));
   if (auto u = f.unknown()) return invalid("unknown field '" + *u + "'", *u);
   return std::nullopt;
 }

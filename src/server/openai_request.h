@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/request.h"
@@ -32,7 +33,16 @@ struct GenerateRequest {
 };
 
 // Fills `out` from the JSON body; the error names the first problem.
+// `raw_body` (the text `body` came from), when given, lets a JSON Schema
+// keep its properties in the order the client wrote them.
+//
+// Constrained output: `grammar` (GBNF text, llama.cpp's field) or
+// `response_format` {"type": "json_object"} (any object; llama.cpp's
+// optional "schema" inside it too) or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}}, on both
+// endpoints. A grammar that does not parse or a schema duet cannot compile
+// is a 400 naming the problem (for schemas, the JSON pointer).
 std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
-                                               GenerateRequest& out);
+                                               GenerateRequest& out, std::string_view raw_body = {});
 
 }  // namespace duet::server

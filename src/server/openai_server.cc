@@ -256,7 +256,7 @@ std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool ch
                                             std::vector<int32_t>& prompt) const {
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return invalid("the request body is not valid JSON");
-  if (auto e = parse_generate_request(body, chat, r)) return e;
+  if (auto e = parse_generate_request(body, chat, r, req.body)) return e;
 
   const Tokenizer& tok = model_.tokenizer();
   if (chat) {
