@@ -369,7 +369,7 @@ double DecoderModel::matmul_flops_per_token() const {
   // Latent attention: q (through its bottleneck), the latent, q and the
   // output absorbed through attn_kv_b, and the output projection.
   const double attention =
-      c.mla() ? (c.q_lora_rank > 0 ? static_cast<double>(c.q_lora_rank) * (c.dim + c.q_dim()) : double{c.dim} * c.q_dim()) +
+      c.mla() ? (c.q_lora_rank > 0 ? static_cast<double>(c.q_lora_rank) * (c.dim + c.q_dim()) : static_cast<double>(c.dim) * c.q_dim()) +
                     static_cast<double>(c.dim) * c.latent_dim() +
                     static_cast<double>(c.n_heads) * c.kv_lora_rank * (c.nope_dim() + c.v_head_dim) +
                     static_cast<double>(c.n_heads) * c.v_head_dim * c.dim

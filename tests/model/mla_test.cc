@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
@@ -134,6 +135,45 @@ TEST(Mla, DeepSeekV2LiteShape) {
   const KvShape latent{s->n_layers, 1, s->latent_dim(), true}, full{s->n_layers, s->n_heads, (192 + 128) / 2};
   for (KvType t : {KvType::F32, KvType::F16})
     EXPECT_GE(static_cast<double>(KvCache::bytes_per_token(full, t)) / KvCache::bytes_per_token(latent, t), 8.8);
+}
+
+// Shifting cached latents by delta positions re-rotates only their k_pe
+// (the last rope_dim values): layer 0's rows, which depend on token and
+// position alone, then equal those computed at the new positions.
+TEST(Mla, ShiftedLatentsEqualLatentsComputedAtTheNewPositions) {
+  testing::TempDir dir;
+  auto m = Model::load(synth(dir));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ThreadPool pool(2);
+  const std::vector<int32_t> p = prompt();
+  const auto n = static_cast<int32_t>(p.size());
+  constexpr int32_t kDelta = 5;
+  KvCache a((*m)->kv_shape(), blocks_for_tokens(n + kDelta)), b((*m)->kv_shape(), blocks_for_tokens(n + kDelta));
+  BlockTable ta, tb;
+  ASSERT_TRUE(ta.reserve(a.pool(), n + kDelta));
+  ASSERT_TRUE(tb.reserve(b.pool(), n + kDelta));
+  std::vector<float> logits(static_cast<size_t>(n) * (*m)->config().n_vocab);
+  for (auto [cache, table, first] : {std::tuple{&a, &ta, 0}, std::tuple{&b, &tb, kDelta}}) {
+    Batch batch;
+    const int32_t s = batch.add_sequence(table);
+    for (int32_t i = 0; i < n; ++i) batch.add(p[static_cast<size_t>(i)], first + i, s, true);
+    ASSERT_TRUE((*m)->forward(batch, *cache, pool, logits.data()).ok());
+  }
+  const size_t row = static_cast<size_t>((*m)->kv_shape().head_dim);
+  std::vector<float> ka(row), kb(row);
+  const auto worst = [&] {
+    float d = 0.0f;
+    for (int32_t i = 0; i < n; ++i) {
+      a.load_key(0, ta.blocks[static_cast<size_t>(i / kBlockTokens)], 0, i % kBlockTokens, ka.data());
+      const int32_t j = i + kDelta;
+      b.load_key(0, tb.blocks[static_cast<size_t>(j / kBlockTokens)], 0, j % kBlockTokens, kb.data());
+      for (size_t x = 0; x < row; ++x) d = std::max(d, std::fabs(ka[x] - kb[x]));
+    }
+    return d;
+  };
+  EXPECT_GT(worst(), 1e-2f);  // unshifted, the k_pe parts differ
+  (*m)->shift_keys(a, ta, 0, n, kDelta, pool);
+  EXPECT_LT(worst(), 1e-5f);
 }
 
 // The file rewritten with keys set and tensors dropped.
