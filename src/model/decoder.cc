@@ -118,10 +118,11 @@ class DecoderModel final : public Model {
   std::deque<TensorView> slices_;            // row ranges of fused matrices
   PackedWeights packed_;
   Workspace ws_;
-  // Multi-head latent attention: each layer's attn_kv_b in f32 [heads *
-  // (nope + v) rows][kv_lora], read row by row when absorbing into q and
-  // the output; and which path attends.
-  std::vector<std::vector<float>> kv_b_f32_;
+  // Multi-head latent attention: each layer's attn_kv_b in f32, as its key
+  // rows W_UK [heads][nope][kv_lora] and its value rows transposed, W_UVᵀ
+  // [heads][kv_lora][v], so that absorbing into q and out of the output are
+  // both sums of rows times scalars (vector loops); and which path attends.
+  std::vector<std::vector<float>> w_uk_, w_uv_t_;
   bool mla_naive_ = false;
   // Tokens routed to each expert since load, [layer][expert]: written by
   // the forward pass, read by metrics from other threads.
@@ -216,10 +217,22 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
   }
   DUET_TRY(check_layers());
   if (c.mla()) {
+    const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+    const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
+    std::vector<float> row(kvl);
     for (const LayerWeights& w : layers_) {
       const TensorView& t = *w.wkv_b;
-      std::vector<float>& f = kv_b_f32_.emplace_back(static_cast<size_t>(t.rows() * t.ne[0]));
-      for (int64_t r = 0; r < t.rows(); ++r) type_kernels(t.dtype)->to_float(t.row(r), &f[static_cast<size_t>(r * t.ne[0])], t.ne[0]);
+      std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
+      std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t r = 0; r < nope + vd; ++r) {
+          type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
+                                          static_cast<int64_t>(kvl));
+          if (r < nope)
+            std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
+          else
+            for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
+        }
     }
   }
   if (c.moe()) {
@@ -640,8 +653,8 @@ void DecoderModel::mla_attend_absorbed(int layer, const Batch& batch, const KvCa
   const size_t q_dim = static_cast<size_t>(c.q_dim()), lat = static_cast<size_t>(c.latent_dim());
   const size_t kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
   const size_t vd = static_cast<size_t>(c.v_head_dim), hd = static_cast<size_t>(c.head_dim);
-  const size_t head_rows = nope + vd;
-  const float* kvb = kv_b_f32_[static_cast<size_t>(layer)].data();
+  const float* uk = w_uk_[static_cast<size_t>(layer)].data();
+  const float* uv_t = w_uv_t_[static_cast<size_t>(layer)].data();
   const int64_t jobs = static_cast<int64_t>(n) * heads;
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / static_cast<int64_t>(kvl * (nope + vd)));
   pool.parallel_for(jobs, grain, [&](int64_t lo, int64_t hi) {
@@ -652,7 +665,7 @@ void DecoderModel::mla_attend_absorbed(int layer, const Batch& batch, const KvCa
       std::fill_n(out, kvl, 0.0f);
       for (size_t r = 0; r < nope; ++r) {
         const float a = q[r];
-        const float* row = kvb + (h * head_rows + r) * kvl;
+        const float* row = uk + (h * nope + r) * kvl;
         for (size_t j = 0; j < kvl; ++j) out[j] += a * row[j];
       }
       std::copy(q + nope, q + hd, out + kvl);
@@ -686,7 +699,12 @@ void DecoderModel::mla_attend_absorbed(int layer, const Batch& batch, const KvCa
       const auto i = static_cast<size_t>(job / heads), h = static_cast<size_t>(job % heads);
       const float* o = &ws_.mla_att[(i * heads + h) * lat];  // its first kv_lora dims: the latent value
       float* out = &ws_.att[i * att_stride + h * vd];
-      for (size_t r = 0; r < vd; ++r) out[r] = dot_f32(kvb + (h * head_rows + nope + r) * kvl, o, kvl);
+      std::fill_n(out, vd, 0.0f);
+      for (size_t j = 0; j < kvl; ++j) {
+        const float a = o[j];
+        const float* row = uv_t + (h * kvl + j) * vd;
+        for (size_t r = 0; r < vd; ++r) out[r] += a * row[r];
+      }
     }
   });
 }
