@@ -14,6 +14,7 @@ struct SynthArgs {
   std::string vocab;
   std::string dtype = "f32";
   uint64_t seed = 0;
+  int32_t shared_experts = 0;
   std::string out;
   ModelConfig shape;  // explicit flags; each applied only when given
 };
@@ -38,6 +39,11 @@ constexpr ShapeFlag<int32_t> kIntFlags[] = {
     {"--experts", &ModelConfig::n_experts, "experts per layer (a mixture of experts)"},
     {"--experts-used", &ModelConfig::n_experts_used, "experts each token uses"},
     {"--expert-ffn", &ModelConfig::expert_ffn_dim, "each expert's feed-forward length"},
+    {"--rope-dim", &ModelConfig::rope_dim, "dims of each head RoPE rotates (deepseek2: the rope part, last)"},
+    {"--kv-lora-rank", &ModelConfig::kv_lora_rank, "deepseek2: width of the cached latent"},
+    {"--q-lora-rank", &ModelConfig::q_lora_rank, "deepseek2: q's bottleneck (0: q projected directly)"},
+    {"--v-head-dim", &ModelConfig::v_head_dim, "deepseek2: each head's value width"},
+    {"--dense-layers", &ModelConfig::n_dense_leading, "deepseek2: leading layers with a dense FFN"},
 };
 constexpr ShapeFlag<float> kFloatFlags[] = {
     {"--rope-base", &ModelConfig::rope_base, "RoPE frequency base"},
@@ -59,6 +65,12 @@ Result<ModelConfig> requested_shape(const SynthArgs& a, const CLI::App& app) {
   if (given("--tied")) shape.tied_output = true;
   if (given("--arch")) shape.arch = a.arch;
   if (given("--heads") && !given("--kv-heads")) shape.n_kv_heads = a.shape.n_heads;  // no GQA
+  if (shape.arch == "deepseek2") {  // shared experts: a count of expert_ffn-wide experts
+    int32_t shared = shape.expert_ffn_dim > 0 ? shape.shared_expert_ffn_dim / shape.expert_ffn_dim : 0;
+    if (given("--shared-experts")) shared = a.shared_experts;
+    if (given("--expert-ffn") || given("--shared-experts")) shape.shared_expert_ffn_dim = shared * shape.expert_ffn_dim;
+    shape.n_kv_heads = shape.n_heads;
+  }
   // --vocab supplies the size; --vocab-size then only has to agree with it.
   if (!a.vocab.empty() && !given("--vocab-size")) shape.n_vocab = 0;
   return shape;
@@ -79,9 +91,9 @@ const bool registered = register_command(
       auto a = std::make_shared<SynthArgs>();
       app.add_option("--like", a->like,
                      "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, "
-                     "mixtral-8x7b, qwen3-30b-a3b");
+                     "mixtral-8x7b, qwen3-30b-a3b, deepseek-v2-lite");
       app.add_option("--arch", a->arch,
-                     "architecture of the tensors: llama, qwen3, qwen3moe, gemma2, gemma3, phi3 (default: the preset's; "
+                     "architecture of the tensors: llama, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2 (default: the preset's; "
                      "e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's shape and bytes)");
       app.add_option("--vocab", a->vocab, "GGUF whose tokenizer (and vocab size) is copied");
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");
@@ -89,6 +101,7 @@ const bool registered = register_command(
       app.add_option("-o,--output", a->out, "output GGUF")->required();
       for (const auto& f : kIntFlags) app.add_option(f.name, a->shape.*f.field, f.help);
       for (const auto& f : kFloatFlags) app.add_option(f.name, a->shape.*f.field, f.help);
+      app.add_option("--shared-experts", a->shared_experts, "deepseek2: shared experts, each --expert-ffn wide");
       app.add_flag("--tied", a->shape.tied_output, "share the output head with the embedding");
       return [a, &app] { return run(*a, app); };
     });

@@ -126,7 +126,7 @@ constexpr HfArch kHfArchs[] = {
     {"LlamaForCausalLM", "llama"},   {"MistralForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
     {"Phi3ForCausalLM", "phi3"},     {"MixtralForCausalLM", "llama"}, {"Qwen3MoeForCausalLM", "qwen3moe"},
-    {"Qwen2MoeForCausalLM", "qwen2moe"},
+    {"Qwen2MoeForCausalLM", "qwen2moe"}, {"DeepseekV2ForCausalLM", "deepseek2"},
 };
 
 std::string supported_hf_archs() {
@@ -236,6 +236,57 @@ Status read_experts(const json& j, const std::string& src, bool mixtral, HfConfi
   return {};
 }
 
+// DeepSeek-V2: multi-head latent attention's ranks and head widths, and its
+// mixture of experts (greedy top-k of a softmax, n_shared_experts fused as
+// one MLP, the first first_k_dense_replace layers dense). Its modeling code
+// multiplies the routing weights by routed_scaling_factor only when it does
+// not renormalise them, so the scale is 1 under norm_topk_prob.
+Status read_deepseek2(const json& j, const std::string& src, HfConfig& c) {
+  ModelConfig& m = c.model;
+  int32_t nope = 128, rope = 64;
+  m.kv_lora_rank = 512;
+  m.v_head_dim = 128;
+  DUET_TRY(read_int(j, "kv_lora_rank", src, 1, kMaxDim, &m.kv_lora_rank, false));
+  DUET_TRY(read_int(j, "q_lora_rank", src, 1, kMaxDim, &m.q_lora_rank, false));  // null: q projected directly
+  DUET_TRY(read_int(j, "qk_nope_head_dim", src, 1, kMaxDim, &nope, false));
+  DUET_TRY(read_int(j, "qk_rope_head_dim", src, 2, kMaxDim, &rope, false));
+  DUET_TRY(read_int(j, "v_head_dim", src, 1, kMaxDim, &m.v_head_dim, false));
+  if (rope % 2 != 0) return err(src, ": qk_rope_head_dim ", rope, " must be even for RoPE");
+  m.head_dim = nope + rope;
+  m.rope_dim = rope;
+  m.n_kv_heads = m.n_heads;
+  m.rope_layout = RopeLayout::kNormal;
+  if (!field(j, "n_routed_experts")) return {};
+  DUET_TRY(read_int(j, "n_routed_experts", src, 1, 4096, &m.n_experts, true));
+  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used, true));
+  if (m.n_experts_used > m.n_experts)
+    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  m.expert_ffn_dim = 1407;
+  DUET_TRY(read_int(j, "moe_intermediate_size", src, 1, 8 * kMaxDim, &m.expert_ffn_dim, false));
+  int32_t shared = 0, freq = 1;
+  DUET_TRY(read_int(j, "n_shared_experts", src, 0, 64, &shared, false));
+  m.shared_expert_ffn_dim = shared * m.expert_ffn_dim;
+  m.expert_weights_norm = false;
+  DUET_TRY(read_bool(j, "norm_topk_prob", src, &m.expert_weights_norm));
+  double scale = 1.0;
+  DUET_TRY(read_float(j, "routed_scaling_factor", src, &scale));
+  if (!(scale > 0.0)) return err(src, ": routed_scaling_factor ", scale, " must be positive");
+  m.expert_weights_scale = m.expert_weights_norm && m.n_experts_used > 1 ? 1.0f : static_cast<float>(scale);
+  if (const json* f = field(j, "scoring_func"); f && *f != "softmax")
+    return err(src, ": scoring_func ", f->dump(), " is not supported (softmax)");
+  int32_t groups = 1, top_groups = 1;
+  DUET_TRY(read_int(j, "n_group", src, 1, 4096, &groups, false));
+  DUET_TRY(read_int(j, "topk_group", src, 1, 4096, &top_groups, false));
+  if (const json* t = field(j, "topk_method"); t && *t != "greedy" && top_groups < groups)
+    return err(src, ": topk_method ", t->dump(), " over ", top_groups, " of ", groups,
+               " expert groups is not supported (greedy)");
+  DUET_TRY(read_int(j, "moe_layer_freq", src, 1, 4096, &freq, false));
+  if (freq != 1) return err(src, ": moe_layer_freq ", freq, " is not supported (1)");
+  DUET_TRY(read_int(j, "first_k_dense_replace", src, 0, m.n_layers, &m.n_dense_leading, false));
+  for (int32_t l = 0; l < m.n_dense_leading; ++l) c.dense_layers.push_back(l);
+  return {};
+}
+
 }  // namespace
 
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
@@ -304,6 +355,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   }
   c.model.rope_layout = c.model.arch == "llama" ? RopeLayout::kNormal : RopeLayout::kNeox;
   if (gemma) DUET_TRY(read_gemma(j, src, c.model));
+  if (c.model.arch == "deepseek2") DUET_TRY(read_deepseek2(j, src, c));
   if (c.rope_scaling.type == "longrope") DUET_TRY(set_longrope(j, src, c));
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));

@@ -158,7 +158,23 @@ Status HfCheckpoint::plan_layer(
   const bool gemma = m.arch == "gemma2" || m.arch == "gemma3";
   const float plus = gemma ? 1.0f : 0.0f;
   DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0, plus));
-  if (m.arch == "phi3") {
+  if (m.arch == "deepseek2") {
+    // Multi-head latent attention; RoPE dims need no permutation, as HF's
+    // DeepSeek-V2 de-interleaves them before its rotate-half, which rotates
+    // the adjacent pairs GGUF's normal layout does.
+    const std::string a = p + "self_attn.";
+    if (m.q_lora_rank > 0) {
+      DUET_TRY(add(a + "q_a_proj.weight", n::blk(b, n::kAttnQA), {m.q_lora_rank, m.dim}, 0, 0.0f));
+      DUET_TRY(add(a + "q_a_layernorm.weight", n::blk(b, n::kAttnQANorm), {m.q_lora_rank}, 0, 0.0f));
+      DUET_TRY(add(a + "q_b_proj.weight", n::blk(b, n::kAttnQB), {q_dim, m.q_lora_rank}, 0, 0.0f));
+    } else {
+      DUET_TRY(add(a + "q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, 0, 0.0f));
+    }
+    DUET_TRY(add(a + "kv_a_proj_with_mqa.weight", n::blk(b, n::kAttnKvA), {m.latent_dim(), m.dim}, 0, 0.0f));
+    DUET_TRY(add(a + "kv_a_layernorm.weight", n::blk(b, n::kAttnKvANorm), {m.kv_lora_rank}, 0, 0.0f));
+    DUET_TRY(add(a + "kv_b_proj.weight", n::blk(b, n::kAttnKvB),
+                 {int64_t{m.n_heads} * (m.nope_dim() + m.v_head_dim), m.kv_lora_rank}, 0, 0.0f));
+  } else if (m.arch == "phi3") {
     DUET_TRY(add(p + "self_attn.qkv_proj.weight", n::blk(b, n::kAttnQkv), {q_dim + 2 * kv_dim, m.dim}, 0, 0.0f));
   } else {
     DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, m.n_heads, 0.0f));
@@ -174,7 +190,8 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
     DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
   }
-  DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, q_dim}, 0, 0.0f));
+  const int64_t o_in = m.mla() ? int64_t{m.n_heads} * m.v_head_dim : q_dim;
+  DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, o_in}, 0, 0.0f));
   if (gemma) {  // Gemma's post_attention_layernorm follows attention; its FFN has a pre- and a post-norm
     DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, plus));
     DUET_TRY(add(p + "pre_feedforward_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, plus));
@@ -223,6 +240,11 @@ Status HfCheckpoint::plan_experts(
     }
   if (m.shared_expert_ffn_dim == 0) return {};
   const int64_t shared = m.shared_expert_ffn_dim;
+  if (m.arch == "deepseek2") {  // its shared experts are one ungated MLP of their summed width
+    DUET_TRY(add(p + "shared_experts.gate_proj.weight", n::blk(b, n::kFfnGateShexp), {shared, m.dim}, 0, 0.0f));
+    DUET_TRY(add(p + "shared_experts.up_proj.weight", n::blk(b, n::kFfnUpShexp), {shared, m.dim}, 0, 0.0f));
+    return add(p + "shared_experts.down_proj.weight", n::blk(b, n::kFfnDownShexp), {m.dim, shared}, 0, 0.0f);
+  }
   DUET_TRY(add(p + "shared_expert.gate_proj.weight", n::blk(b, n::kFfnGateShexp), {shared, m.dim}, 0, 0.0f));
   DUET_TRY(add(p + "shared_expert.up_proj.weight", n::blk(b, n::kFfnUpShexp), {shared, m.dim}, 0, 0.0f));
   DUET_TRY(add(p + "shared_expert.down_proj.weight", n::blk(b, n::kFfnDownShexp), {m.dim, shared}, 0, 0.0f));

@@ -44,6 +44,15 @@ inline const std::string kExpertUsedCount = "expert_used_count";
 inline const std::string kExpertFfnLength = "expert_feed_forward_length";
 inline const std::string kExpertWeightsNorm = "expert_weights_norm";
 inline const std::string kExpertSharedFfnLength = "expert_shared_feed_forward_length";
+// DeepSeek-V2: shared experts (count, each expert_feed_forward_length wide),
+// the routed sum's scale, the leading dense layers, the scoring function
+// (1 softmax, 2 sigmoid), and multi-head latent attention's ranks.
+inline const std::string kExpertSharedCount = "expert_shared_count";
+inline const std::string kExpertWeightsScale = "expert_weights_scale";
+inline const std::string kExpertGatingFunc = "expert_gating_func";
+inline const std::string kLeadingDenseBlockCount = "leading_dense_block_count";
+inline const std::string kQLoraRank = "attention.q_lora_rank";
+inline const std::string kKvLoraRank = "attention.kv_lora_rank";
 
 inline const std::string kTokModel = "tokenizer.ggml.model";
 inline const std::string kTokPre = "tokenizer.ggml.pre";
@@ -107,6 +116,18 @@ inline const std::string kFfnGateShexp = "ffn_gate_shexp";
 inline const std::string kFfnUpShexp = "ffn_up_shexp";
 inline const std::string kFfnDownShexp = "ffn_down_shexp";
 inline const std::string kFfnRouterShexp = "ffn_gate_inp_shexp";
+// Multi-head latent attention (DeepSeek-V2): q directly (attn_q) or through
+// a low-rank bottleneck (attn_q_a [dim -> q_lora], attn_q_a_norm, attn_q_b);
+// the latent and the shared RoPE key (attn_kv_a_mqa [dim -> kv_lora + rope]),
+// the latent's norm (attn_kv_a_norm [kv_lora]) and its per-head
+// decompression (attn_kv_b [kv_lora -> heads * (nope + v)], each head's
+// nope key rows then its value rows).
+inline const std::string kAttnQA = "attn_q_a";
+inline const std::string kAttnQANorm = "attn_q_a_norm";
+inline const std::string kAttnQB = "attn_q_b";
+inline const std::string kAttnKvA = "attn_kv_a_mqa";
+inline const std::string kAttnKvANorm = "attn_kv_a_norm";
+inline const std::string kAttnKvB = "attn_kv_b";
 inline std::string blk_expert(int layer, const std::string& what, int expert) {
   return "blk." + std::to_string(layer) + "." + what + "." + std::to_string(expert) + ".weight";
 }

@@ -153,11 +153,47 @@ Status add_experts(GgufWriter& w, const ModelConfig& s, int l, DType dt, float r
   return add_random(w, names::blk(l, names::kFfnDownExps), dt, {ffn, s.dim, ne}, 0.0f, inv_sqrt(ffn) * res_scale, seed);
 }
 
+// A DeepSeek-V2 layer after its attn_norm: latent attention, then a dense
+// FFN (the leading layers) or routed experts beside the shared ones.
+Status add_mla_layer(GgufWriter& w, const ModelConfig& s, int l, DType dt, float res_scale, uint64_t seed) {
+  const auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
+  const auto matrix = [&](const std::string& name, int64_t in, int64_t out, float scale) {
+    return add_random(w, name, dt, {in, out}, 0.0f, inv_sqrt(in) * scale, seed);
+  };
+  const auto norm = [&](const std::string& name, int64_t n) {
+    return add_random(w, name, DType::F32, {n}, 1.0f, 0.1f, seed);
+  };
+  const int64_t heads = s.n_heads, q_out = heads * s.head_dim;
+  if (s.q_lora_rank > 0) {
+    DUET_TRY(matrix(names::blk(l, names::kAttnQA), s.dim, s.q_lora_rank, 1.0f));
+    DUET_TRY(norm(names::blk(l, names::kAttnQANorm), s.q_lora_rank));
+    DUET_TRY(matrix(names::blk(l, names::kAttnQB), s.q_lora_rank, q_out, 1.0f));
+  } else {
+    DUET_TRY(matrix(names::blk(l, names::kAttnQ), s.dim, q_out, 1.0f));
+  }
+  DUET_TRY(matrix(names::blk(l, names::kAttnKvA), s.dim, int64_t{s.kv_lora_rank} + s.rope_dim, 1.0f));
+  DUET_TRY(norm(names::blk(l, names::kAttnKvANorm), s.kv_lora_rank));
+  DUET_TRY(matrix(names::blk(l, names::kAttnKvB), s.kv_lora_rank, heads * (s.head_dim - s.rope_dim + s.v_head_dim), 1.0f));
+  DUET_TRY(matrix(names::blk(l, names::kAttnOut), heads * s.v_head_dim, s.dim, res_scale));
+  DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
+  if (!s.moe() || l < s.n_dense_leading) {
+    DUET_TRY(matrix(names::blk(l, names::kFfnGate), s.dim, s.ffn_dim, 1.0f));
+    DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, s.ffn_dim, 1.0f));
+    return matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale);
+  }
+  DUET_TRY(add_experts(w, s, l, dt, res_scale, seed));
+  if (s.shared_expert_ffn_dim == 0) return {};
+  const int64_t sh = s.shared_expert_ffn_dim;
+  DUET_TRY(matrix(names::blk(l, names::kFfnGateShexp), s.dim, sh, 1.0f));
+  DUET_TRY(matrix(names::blk(l, names::kFfnUpShexp), s.dim, sh, 1.0f));
+  return matrix(names::blk(l, names::kFfnDownShexp), sh, s.dim, res_scale);
+}
+
 }  // namespace
 
 constexpr const char* kPresets =
     "tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, mixtral-8x7b, "
-    "qwen3-30b-a3b";
+    "qwen3-30b-a3b, deepseek-v2-lite";
 
 Result<ModelConfig> model_preset(std::string_view name) {
   ModelConfig s;
@@ -191,6 +227,12 @@ Result<ModelConfig> model_preset(std::string_view name) {
     s = {.arch = "qwen3moe", .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
          .head_dim = 128, .ffn_dim = 6144, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
          .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768};
+  } else if (name == "deepseek-v2-lite") {
+    // Its YaRN rope scaling aside (duet runs plain RoPE).
+    s = {.arch = "deepseek2", .n_vocab = 102400, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16,
+         .head_dim = 192, .ffn_dim = 10944, .ctx_len = 163840, .rope_dim = 64, .rms_eps = 1e-6f,
+         .n_experts = 64, .n_experts_used = 6, .expert_ffn_dim = 1408, .expert_weights_norm = false,
+         .shared_expert_ffn_dim = 2 * 1408, .n_dense_leading = 1, .kv_lora_rank = 512, .v_head_dim = 128};
   } else {
     return err("unknown model preset '", name, "' (", kPresets, ")");
   }
@@ -229,8 +271,18 @@ Status validate_shape(const ModelConfig& s) {
     DUET_TRY(in("experts", s.n_experts, 1, 4096));
     DUET_TRY(in("experts-used", s.n_experts_used, 1, s.n_experts));
     DUET_TRY(in("expert-ffn", s.expert_ffn_dim, 1, kMaxDim));
-    if (s.arch != "llama" && s.arch != "qwen3moe")
-      return err("synth: experts need architecture llama (Mixtral) or qwen3moe, not ", s.arch);
+    if (s.arch != "llama" && s.arch != "qwen3moe" && s.arch != "deepseek2")
+      return err("synth: experts need architecture llama (Mixtral), qwen3moe or deepseek2, not ", s.arch);
+  }
+  if (s.arch == "deepseek2") {
+    DUET_TRY(in("kv-lora-rank", s.kv_lora_rank, 1, kMaxDim));
+    DUET_TRY(in("q-lora-rank", s.q_lora_rank, 0, kMaxDim));
+    DUET_TRY(in("v-head-dim", s.v_head_dim, 1, 4096));
+    DUET_TRY(in("rope-dim", s.rope_dim, 2, hd - 1));
+    if (s.rope_dim % 2 != 0) return err("synth: rope-dim (", s.rope_dim, ") must be even");
+    DUET_TRY(in("dense-layers", s.n_dense_leading, 0, s.n_layers));
+    if (s.moe() && s.expert_ffn_dim > 0 && s.shared_expert_ffn_dim % s.expert_ffn_dim != 0)
+      return err("synth: deepseek2's shared experts are whole experts of expert-ffn ", s.expert_ffn_dim);
   }
   return {};
 }
@@ -241,12 +293,13 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   ModelConfig s = opt.shape;
   if (s.moe() && s.expert_ffn_dim == 0) s.expert_ffn_dim = s.ffn_dim;  // Mixtral's experts are its FFN
   const std::string& a = s.arch;
-  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "gemma2" && a != "gemma3" && a != "phi3")
-    return err("synth: architecture '", a, "' is not supported (llama, qwen3, qwen3moe, gemma2, gemma3, phi3)");
+  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "gemma2" && a != "gemma3" && a != "phi3" &&
+      a != "deepseek2")
+    return err("synth: architecture '", a, "' is not supported (llama, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2)");
   if ((a == "gemma2" || a == "gemma3") && !s.tied_output) return err("synth: Gemma's head is always tied");
   DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
   if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
-  if (s.rope_dim == 0 || s.rope_dim > s.head_dim) s.rope_dim = s.head_dim;
+  if (a != "deepseek2" && (s.rope_dim == 0 || s.rope_dim > s.head_dim)) s.rope_dim = s.head_dim;
   GgufWriter w;
   write_model_config(w, s);
   DUET_ASSIGN(const uint32_t file_type, llama_file_type(opt.dtype));
@@ -280,6 +333,10 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   for (int l = 0; l < s.n_layers; ++l) {
     const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
     DUET_TRY(norm(names::blk(l, names::kAttnNorm), s.dim));
+    if (a == "deepseek2") {
+      DUET_TRY(add_mla_layer(w, s, l, dt, res_scale, seed));
+      continue;
+    }
     if (fused) {
       DUET_TRY(matrix(names::blk(l, names::kAttnQkv), s.dim, q_out + 2 * kv_out, 1.0f));
     } else {

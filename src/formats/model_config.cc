@@ -58,6 +58,45 @@ Status read_gemma(const GgufFile& f, ModelConfig& c) {
   return {};
 }
 
+// DeepSeek-V2's shared experts (expert_shared_count of them, run as one
+// FFN of their summed width), routed-sum scale and leading dense layers.
+Status read_deepseek2_experts(const GgufFile& f, ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+  DUET_ASSIGN(const uint64_t shared, f.get_uint_or(key(n::kExpertSharedCount), 0));
+  if (shared > 64) return err(f.path(), ": ", key(n::kExpertSharedCount), " ", shared, " is out of range (0..64)");
+  c.shared_expert_ffn_dim = static_cast<int32_t>(shared) * c.expert_ffn_dim;
+  DUET_ASSIGN(c.expert_weights_scale, get_positive_float_or(f, key(n::kExpertWeightsScale), 1.0));
+  if (!(c.expert_weights_scale > 0.0f))
+    return err(f.path(), ": ", key(n::kExpertWeightsScale), " must be positive");
+  DUET_ASSIGN(const uint64_t gating, f.get_uint_or(key(n::kExpertGatingFunc), 1));
+  if (gating != 1)
+    return err(f.path(), ": ", key(n::kExpertGatingFunc), " ", gating,
+               " is not supported (1, softmax; DeepSeek-V3's sigmoid scoring is not)");
+  DUET_ASSIGN(const uint64_t dense, f.get_uint_or(key(n::kLeadingDenseBlockCount), 0));
+  if (dense > static_cast<uint64_t>(c.n_layers))
+    return err(f.path(), ": ", key(n::kLeadingDenseBlockCount), " ", dense, " is more than the ", c.n_layers, " layers");
+  c.n_dense_leading = static_cast<int32_t>(dense);
+  return {};
+}
+
+// Multi-head latent attention: key_length is nope + rope (RoPE dims last),
+// value_length the value width, kv_lora_rank the cached latent's width.
+Status read_mla(const GgufFile& f, ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
+  DUET_ASSIGN(c.kv_lora_rank, get_dim(f, key(n::kKvLoraRank), kMaxDim));
+  DUET_ASSIGN(const uint64_t q_lora, f.get_uint_or(key(n::kQLoraRank), 0));
+  if (q_lora > kMaxDim) return err(f.path(), ": ", key(n::kQLoraRank), " ", q_lora, " is out of range");
+  c.q_lora_rank = static_cast<int32_t>(q_lora);
+  if (!f.has(key(n::kKeyLength)) || !f.has(key(n::kRopeDimCount)))
+    return err(f.path(), ": ", c.arch, " needs ", key(n::kKeyLength), " and ", key(n::kRopeDimCount));
+  if (c.rope_dim >= c.head_dim)
+    return err(f.path(), ": ", key(n::kRopeDimCount), " ", c.rope_dim, " leaves no unrotated dims of the ",
+               key(n::kKeyLength), " ", c.head_dim);
+  DUET_ASSIGN(c.v_head_dim, get_dim(f, key(n::kValueLength), kMaxDim));
+  c.n_kv_heads = c.n_heads;  // each head decompresses its own K and V from the one latent
+  return {};
+}
+
 // expert_count 0 or absent: a dense model. Otherwise each token's top
 // expert_used_count of them, each expert_feed_forward_length wide (Mixtral
 // files give only feed_forward_length).
@@ -78,9 +117,10 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   DUET_ASSIGN(c.expert_ffn_dim, get_dim_or(f, key(n::kExpertFfnLength), static_cast<uint64_t>(c.ffn_dim), kMaxDim * 8));
   if (f.has(key(n::kExpertWeightsNorm))) {
     DUET_ASSIGN(c.expert_weights_norm, f.get_bool(key(n::kExpertWeightsNorm)));
-  } else if (c.arch == "qwen2moe") {
-    c.expert_weights_norm = false;  // llama.cpp's qwen2moe graph does not renormalise
+  } else if (c.arch == "qwen2moe" || c.arch == "deepseek2") {
+    c.expert_weights_norm = false;  // llama.cpp's qwen2moe and deepseek2 graphs do not renormalise
   }
+  if (c.arch == "deepseek2") return read_deepseek2_experts(f, c);
   DUET_ASSIGN(const uint64_t shared, f.get_uint_or(key(n::kExpertSharedFfnLength), 0));
   if (shared > kMaxDim * 8) return err(f.path(), ": ", key(n::kExpertSharedFfnLength), " ", shared, " is out of range");
   c.shared_expert_ffn_dim = static_cast<int32_t>(shared);
@@ -97,10 +137,12 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   ModelConfig c;
   DUET_ASSIGN(c.arch, f.get_string(n::kArchitecture));
   const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
+  const bool deepseek2 = c.arch == "deepseek2";
   const bool qwen = c.arch == "qwen2" || c.arch == "qwen2moe" || c.arch == "qwen3" || c.arch == "qwen3moe";
-  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3")
+  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3" && !deepseek2)
     return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
-  c.rope_layout = llama_layout ? RopeLayout::kNormal : RopeLayout::kNeox;
+  // DeepSeek-V2 rotates adjacent pairs like llama's GGUF layout.
+  c.rope_layout = llama_layout || deepseek2 ? RopeLayout::kNormal : RopeLayout::kNeox;
   if (f.has(n::kName)) {
     DUET_ASSIGN(c.name, f.get_string(n::kName));
   }
@@ -120,7 +162,7 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.head_dim == 0 || (!f.has(key(n::kKeyLength)) && c.dim % c.n_heads != 0))
     return err(f.path(), ": embedding_length ", c.dim, " does not divide into ", c.n_heads,
                " heads and attention.key_length is not given");
-  if (f.has(key(n::kValueLength))) {
+  if (f.has(key(n::kValueLength)) && !deepseek2) {
     DUET_ASSIGN(int32_t v_len, get_dim(f, key(n::kValueLength), kMaxDim));
     if (v_len != c.head_dim)
       return err(f.path(), ": attention.value_length ", v_len, " differs from key_length ",
@@ -159,6 +201,7 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     DUET_ASSIGN(c.rope_attn_factor, get_positive_float_or(f, key(n::kRopeScalingAttnFactor), 1.0));
   }
 
+  if (deepseek2) DUET_TRY(read_mla(f, c));
   DUET_TRY(read_experts(f, c));
 
   const TensorView* embd = f.tensor(n::kTokenEmbd);
@@ -178,7 +221,12 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
   w.set(key(n::kFeedForwardLength), u32(c.ffn_dim));
   w.set(key(n::kHeadCount), u32(c.n_heads));
   w.set(key(n::kHeadCountKv), u32(c.n_kv_heads));
-  if (c.q_dim() != c.dim) {
+  if (c.mla()) {
+    w.set(key(n::kKeyLength), u32(c.head_dim));
+    w.set(key(n::kValueLength), u32(c.v_head_dim));
+    w.set(key(n::kKvLoraRank), u32(c.kv_lora_rank));
+    if (c.q_lora_rank > 0) w.set(key(n::kQLoraRank), u32(c.q_lora_rank));
+  } else if (c.q_dim() != c.dim) {
     w.set(key(n::kKeyLength), u32(c.head_dim));
     w.set(key(n::kValueLength), u32(c.head_dim));
   }
@@ -203,7 +251,14 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
     w.set(key(n::kExpertUsedCount), u32(c.n_experts_used));
     w.set(key(n::kExpertFfnLength), u32(c.expert_ffn_dim));
     w.set(key(n::kExpertWeightsNorm), GgufValue::of_bool(c.expert_weights_norm));
-    if (c.shared_expert_ffn_dim > 0) w.set(key(n::kExpertSharedFfnLength), u32(c.shared_expert_ffn_dim));
+    if (c.arch == "deepseek2") {
+      w.set(key(n::kExpertSharedCount), u32(c.shared_expert_ffn_dim / c.expert_ffn_dim));
+      w.set(key(n::kExpertWeightsScale), GgufValue::of_f32(c.expert_weights_scale));
+      w.set(key(n::kLeadingDenseBlockCount), u32(c.n_dense_leading));
+      w.set(key(n::kExpertGatingFunc), u32(1));
+    } else if (c.shared_expert_ffn_dim > 0) {
+      w.set(key(n::kExpertSharedFfnLength), u32(c.shared_expert_ffn_dim));
+    }
   }
 }
 

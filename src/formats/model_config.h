@@ -25,7 +25,7 @@ enum class FfnActivation { kSilu, kGeluTanh };
 
 // The architectures duet runs (general.architecture), for error messages.
 inline constexpr const char* kSupportedArchitectures =
-    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3";
+    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2";
 
 struct ModelConfig {
   std::string arch = "llama";
@@ -70,8 +70,25 @@ struct ModelConfig {
   int32_t expert_ffn_dim = 0;
   bool expert_weights_norm = true;
   int32_t shared_expert_ffn_dim = 0;  // > 0: a shared expert every token runs too (Qwen2-MoE)
+  // DeepSeek-V2: the first this many layers keep a dense FFN; the routed
+  // experts' weighted sum is multiplied by expert_weights_scale.
+  int32_t n_dense_leading = 0;
+  float expert_weights_scale = 1.0f;
+  // Multi-head latent attention (DeepSeek-V2; kv_lora_rank 0: ordinary
+  // attention). Each head's query and key are [nope | rope] of head_dim =
+  // nope + rope_dim dims (the RoPE dims last), its value v_head_dim wide;
+  // keys and values are decompressed from one latent per token, RMSNorm'd
+  // c_kv [kv_lora_rank] beside the shared rotated key k_pe [rope_dim], which
+  // is all the KV cache holds. q_lora_rank > 0: q too goes through a
+  // low-rank bottleneck (attn_q_a, its norm, attn_q_b).
+  int32_t kv_lora_rank = 0;
+  int32_t q_lora_rank = 0;
+  int32_t v_head_dim = 0;
 
   bool moe() const { return n_experts > 0; }
+  bool mla() const { return kv_lora_rank > 0; }
+  int32_t nope_dim() const { return head_dim - rope_dim; }  // MLA: the dims of a head RoPE leaves alone
+  int32_t latent_dim() const { return kv_lora_rank + rope_dim; }  // MLA: one token's cached row per layer
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
   bool layer_slides(int32_t layer) const {

@@ -38,7 +38,7 @@ struct AttnScale {
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, AttnScale scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
-// An f32 or f16 cache at the AVX-512 level with a head dim of 16-128 or 256 in whole
+// An f32 or f16 cache at the AVX-512 level with a head dim of 16-128, 160, 256 or 576 in whole
 // vectors takes attend_rows_avx512's vector kernel; f32 results then differ
 // between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,

@@ -1,6 +1,6 @@
 // AVX-512 attention over an f32 or f16 paged cache (f16 rows are widened
 // once per block and tile, into the same f32 staging), for head dims that are whole
-// vectors (16, 32, ..., 128), for a tile of query rows (consecutive tokens of
+// vectors (16, 32, ..., 128; 160, 256, and 576 for latent attention), for a tile of query rows (consecutive tokens of
 // one sequence, each with the n_group heads of one KV head). Per 16-key
 // block of the cache:
 //   - K is transposed once (keys in lanes), so a query's 16 scores are one
@@ -236,7 +236,13 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
     case 80: attend_rows<5>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 96: attend_rows<6>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 128: attend_rows<8>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    // Full K/V at DeepSeek-V2's mean of key and value widths (192 + 128) / 2,
+    // for comparison, and its multi-head latent attention's one latent row
+    // (512 + 64), which all 16 query heads read: here each block of keys is
+    // widened and transposed once for all the heads.
+    case 160: attend_rows<10>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 256: attend_rows<16>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
+    case 576: attend_rows<36>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     default: return false;
   }
 }

@@ -18,7 +18,7 @@ KvCache::KvCache(const KvShape& shape, int32_t n_blocks, KvType type)
 }
 
 size_t KvCache::bytes_per_token(const KvShape& shape, KvType type) {
-  return static_cast<size_t>(shape.n_layers) * 2 * shape.n_kv_heads *
+  return static_cast<size_t>(shape.n_layers) * shape.planes() * shape.n_kv_heads *
          kv_row_total_bytes(type, shape.head_dim);
 }
 
@@ -45,7 +45,7 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
   const size_t hd = static_cast<size_t>(shape_.head_dim);
   for (int32_t h = 0; h < shape_.n_kv_heads; ++h) {
     store_row(offset(layer, block, h, 0), slot, k + h * hd);
-    store_row(offset(layer, block, h, 1), slot, v + h * hd);
+    if (!shape_.keys_only) store_row(offset(layer, block, h, 1), slot, v + h * hd);
   }
 }
 
@@ -56,7 +56,7 @@ void KvCache::load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t sl
 
 void KvCache::load_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot,
                          float* out) const {
-  load_row(offset(layer, block, kv_head, 1), slot, out);
+  load_row(offset(layer, block, kv_head, shape_.keys_only ? 0 : 1), slot, out);
 }
 
 }  // namespace duet

@@ -19,6 +19,12 @@ struct KvShape {
   int32_t n_layers = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
+  // Keys only: V is not stored and value_data() aliases key_data(). For
+  // multi-head latent attention (DeepSeek-V2), whose one cached row per
+  // token, [c_kv | k_pe], serves as the key and (its leading dims) as the value.
+  bool keys_only = false;
+  // K and V per token per layer (1 when keys_only, else 2).
+  int32_t planes() const { return keys_only ? 1 : 2; }
 };
 
 class KvCache {
@@ -28,7 +34,8 @@ class KvCache {
   // How many blocks of this shape and type fit in `bytes` (at least 1, at
   // most INT32_MAX).
   static int32_t blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes);
-  // Bytes of K and V for one token across all layers and KV heads.
+  // Bytes of K and V (K alone when keys_only) for one token across all
+  // layers and KV heads.
   static size_t bytes_per_token(const KvShape& shape, KvType type);
 
   const KvShape& shape() const { return shape_; }
@@ -37,7 +44,8 @@ class KvCache {
   const BlockPool& pool() const { return pool_; }
 
   // Writes one token's K and V (each [n_kv_heads * head_dim] floats) into
-  // `slot` of `block` for `layer`, in the cache's format.
+  // `slot` of `block` for `layer`, in the cache's format (v is ignored,
+  // and may be null, for a keys-only cache).
   void store(int32_t layer, int32_t block, int32_t slot, const float* k, const float* v);
   // Writes one token's K (or V) row of one KV head (x[head_dim]), e.g. a key
   // loaded with load_key() and rotated to a new position.
@@ -45,7 +53,7 @@ class KvCache {
     store_row(offset(layer, block, kv_head, 0), slot, x);
   }
   void store_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
-    store_row(offset(layer, block, kv_head, 1), slot, x);
+    store_row(offset(layer, block, kv_head, shape_.keys_only ? 0 : 1), slot, x);
   }
   // One token's K (or V) row of one KV head, decoded to out[head_dim].
   void load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;
@@ -60,10 +68,10 @@ class KvCache {
     return data_.data() + offset(layer, block, kv_head, 0);
   }
   const uint8_t* value_data(int32_t layer, int32_t block, int32_t kv_head) const {
-    return data_.data() + offset(layer, block, kv_head, 1);
+    return data_.data() + offset(layer, block, kv_head, shape_.keys_only ? 0 : 1);
   }
   // Bytes from a block's K (or V) of one layer and head to the next block's.
-  size_t block_stride() const { return head_block_bytes_ * shape_.n_kv_heads * 2; }
+  size_t block_stride() const { return head_block_bytes_ * shape_.n_kv_heads * shape_.planes(); }
   // Bytes from a head block's start to its scales.
   size_t scales_offset() const { return row_bytes_ * kBlockTokens; }
 
@@ -85,7 +93,7 @@ class KvCache {
   int32_t row_scales_;       // one token's fp16 scales of one head
   size_t head_block_bytes_;  // kBlockTokens rows with their scales
   BlockPool pool_;
-  std::vector<uint8_t> data_;  // [n_layers][n_blocks][K,V][n_kv_heads] head blocks
+  std::vector<uint8_t> data_;  // [n_layers][n_blocks][K,V (K only)][n_kv_heads] head blocks
 };
 
 }  // namespace duet

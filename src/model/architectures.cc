@@ -7,6 +7,7 @@ LayerBinder layer_binder(const std::string& arch) {
   if (arch == "qwen3" || arch == "qwen3moe") return bind_qwen3_layer;
   if (arch == "gemma2" || arch == "gemma3") return bind_gemma_layer;
   if (arch == "phi3") return bind_phi3_layer;
+  if (arch == "deepseek2") return bind_deepseek2_layer;
   return nullptr;
 }
 

@@ -1,6 +1,6 @@
 // Each supported architecture's LayerBinder: one file per family
 // (llama.cc: llama, mistral, qwen2, qwen2moe; qwen3.cc: qwen3, qwen3moe; gemma.cc:
-// gemma2, gemma3; phi3.cc), all on the shared decoder (model/decoder.h); a
+// gemma2, gemma3; phi3.cc; deepseek2.cc), all on the shared decoder (model/decoder.h); a
 // layer with a router has a mixture-of-experts FFN (model/moe.h).
 #pragma once
 
@@ -14,6 +14,7 @@ Status bind_llama_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerW
 Status bind_qwen3_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
 Status bind_gemma_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
 Status bind_phi3_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
+Status bind_deepseek2_layer(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
 
 // The binder of general.architecture `arch`; nullptr for one duet lacks.
 LayerBinder layer_binder(const std::string& arch);

@@ -41,6 +41,13 @@ struct Workspace {
   std::vector<float> gate;   // [n][ffn]
   std::vector<float> up;     // [n][ffn]
   std::vector<float> router_logits;  // [n][n_experts]
+  // Multi-head latent attention: q's bottleneck [n][q_lora], the latent rows
+  // [n][kv_lora + rope], and per head the absorbed queries and their
+  // attention outputs over the latents [n][heads][kv_lora + rope].
+  std::vector<float> q_a, latent, mla_q, mla_att;
+  // The naive path's decompressed keys and values of one sequence.
+  std::vector<float> naive_lat, naive_c, naive_kv, naive_scores;
+  std::vector<uint8_t> naive_scratch;
   std::vector<float> moe_x;  // [n * k][dim] the rows routed to each expert, expert by expert
   std::vector<float> moe_y;  // [n * k][dim] the experts' outputs for them
   std::vector<MatmulItem> moe_items;
@@ -78,6 +85,10 @@ class DecoderModel final : public Model {
   void embed(const Batch& batch);
   void plan_attention(const Batch& batch);
   void attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
+  void mla_attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool);
+  void mla_attend_absorbed(int layer, const Batch& batch, const KvCache& cache, ThreadPool& pool);
+  void mla_attend_naive(int layer, const Batch& batch, const KvCache& cache, ThreadPool& pool);
+  void set_mla_naive(bool naive) override { mla_naive_ = naive; }
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
   void dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool);
   void moe_ffn(int layer, int32_t n, ThreadPool& pool);
@@ -109,6 +120,12 @@ class DecoderModel final : public Model {
   std::deque<TensorView> slices_;            // row ranges of fused matrices
   PackedWeights packed_;
   Workspace ws_;
+  // Multi-head latent attention: each layer's attn_kv_b in f32, as its key
+  // rows W_UK [heads][nope][kv_lora] and its value rows transposed, W_UVᵀ
+  // [heads][kv_lora][v], so that absorbing into q and out of the output are
+  // both sums of rows times scalars (vector loops); and which path attends.
+  std::vector<std::vector<float>> w_uk_, w_uv_t_;
+  bool mla_naive_ = false;
   // Tokens routed to each expert since load, [layer][expert]: written by
   // the forward pass, read by metrics from other threads.
   std::unique_ptr<std::atomic<uint64_t>[]> expert_tokens_;
@@ -202,6 +219,25 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     layers_.push_back(w);
   }
   DUET_TRY(check_layers());
+  if (c.mla()) {
+    const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+    const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
+    std::vector<float> row(kvl);
+    for (const LayerWeights& w : layers_) {
+      const TensorView& t = *w.wkv_b;
+      std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
+      std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
+      for (size_t h = 0; h < heads; ++h)
+        for (size_t r = 0; r < nope + vd; ++r) {
+          type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
+                                          static_cast<int64_t>(kvl));
+          if (r < nope)
+            std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
+          else
+            for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
+        }
+    }
+  }
   if (c.moe()) {
     const size_t cells = static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_experts);
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
@@ -253,8 +289,10 @@ Status DecoderModel::pack_matrices() {
     notes_ = "experts stay mapped from the file (" + std::to_string(expert_bytes >> 20) + " MiB packed would not fit in the " +
              std::to_string(room >> 20) + " MiB available): decode pages them in as tokens route to them";
   for (LayerWeights& w : layers_) {
-    std::vector<const TensorView**> slots = {&w.wq, &w.wk, &w.wv, &w.wo};
-    for (const TensorView** m : {&w.w_gate, &w.w_up, &w.w_down, &w.router, &w.shared_gate, &w.shared_up, &w.shared_down})
+    std::vector<const TensorView**> slots;
+    // attn_kv_b stays as the file has it: the naive MLA path multiplies by
+    // it, the absorbed one reads its f32 copy.
+    for (const TensorView** m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.wq_a, &w.wkv_a, &w.w_gate, &w.w_up, &w.w_down, &w.router, &w.shared_gate, &w.shared_up, &w.shared_down})
       if (*m) slots.push_back(m);
     DUET_TRY(pack(slots));
     if (!w.router || !experts_fit) continue;
@@ -340,7 +378,8 @@ size_t DecoderModel::weight_bytes_per_pass() const {
   for (const LayerWeights& w : layers_) {
     for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate, w.w_up, w.w_down,
                                 w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm, w.router,
-                                w.shared_gate, w.shared_up, w.shared_down, w.shared_router})
+                                w.shared_gate, w.shared_up, w.shared_down, w.shared_router, w.wq_a, w.q_a_norm,
+                                w.wkv_a, w.kv_a_norm, w.wkv_b})
       bytes += t ? t->nbytes : 0;
     size_t experts = 0;
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_up, &w.exp_down})
@@ -352,8 +391,14 @@ size_t DecoderModel::weight_bytes_per_pass() const {
 
 double DecoderModel::matmul_flops_per_token() const {
   const ModelConfig& c = config_;
-  const double attention = static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) +
-                           static_cast<double>(c.q_dim()) * c.dim;
+  // Latent attention: q (through its bottleneck), the latent, q and the
+  // output absorbed through attn_kv_b, and the output projection.
+  const double attention =
+      c.mla() ? (c.q_lora_rank > 0 ? static_cast<double>(c.q_lora_rank) * (c.dim + c.q_dim()) : static_cast<double>(c.dim) * c.q_dim()) +
+                    static_cast<double>(c.dim) * c.latent_dim() +
+                    static_cast<double>(c.n_heads) * c.kv_lora_rank * (c.nope_dim() + c.v_head_dim) +
+                    static_cast<double>(c.n_heads) * c.v_head_dim * c.dim
+              : static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) + static_cast<double>(c.q_dim()) * c.dim;
   double per_pass = static_cast<double>(c.dim) * c.n_vocab;
   for (const LayerWeights& w : layers_)
     per_pass += attention + (w.router ? static_cast<double>(c.dim) * (c.n_experts + 3.0 * c.expert_ffn_dim * c.n_experts_used +
@@ -402,7 +447,13 @@ void DecoderModel::ensure_workspace(int32_t n) {
   ws_.q.resize(un * c.q_dim());
   ws_.k.resize(un * c.kv_dim());
   ws_.v.resize(un * c.kv_dim());
-  ws_.att.resize(un * c.q_dim());
+  ws_.att.resize(un * std::max(c.q_dim(), c.n_heads * c.v_head_dim));
+  if (c.mla()) {
+    ws_.q_a.resize(un * static_cast<size_t>(c.q_lora_rank));
+    ws_.latent.resize(un * static_cast<size_t>(c.latent_dim()));
+    ws_.mla_q.resize(un * static_cast<size_t>(c.n_heads) * c.latent_dim());
+    ws_.mla_att.resize(ws_.mla_q.size());
+  }
   ws_.proj.resize(un * c.dim);
   const size_t routed = un * static_cast<size_t>(std::max(c.n_experts_used, 1));  // rows over all experts
   const size_t ffn = std::max({un * c.ffn_dim, routed * c.expert_ffn_dim, un * c.shared_expert_ffn_dim});
@@ -416,7 +467,7 @@ void DecoderModel::ensure_workspace(int32_t n) {
   size_t scratch = activation_scratch_bytes(*output_, n);
   for (const LayerWeights& w : layers_) {
     for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router, w.shared_gate,
-                                w.shared_down, w.shared_router})
+                                w.shared_down, w.shared_router, w.wq_a, w.wkv_a})
       if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
       if (!m->experts.empty())
@@ -487,6 +538,7 @@ void DecoderModel::plan_attention(const Batch& batch) {
 }
 
 void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  if (config_.mla()) return mla_attention_block(layer, batch, cache, pool);
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const int32_t n = batch.size();
@@ -550,6 +602,180 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
 
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
   add_residual(w.post_attn_norm, n, pool);
+}
+
+// Multi-head latent attention (DeepSeek-V2). Each token's latent row
+// [c_kv | k_pe] = [RMSNorm(x · W_kv_a[:kv_lora]) | RoPE(x · W_kv_a[kv_lora:])]
+// is all that goes into the cache (one keys-only "head" of kv_lora + rope
+// dims). Head h's key is [W_UK_h · c_kv | k_pe] and its value W_UV_h · c_kv
+// (W_UK_h, W_UV_h: its rows of attn_kv_b), its query [q_nope | RoPE(q_pe)].
+void DecoderModel::mla_attention_block(int layer, const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int32_t n = batch.size();
+  const size_t dim = static_cast<size_t>(c.dim);
+  for_rows(pool, n, dim, [&](int32_t i) {
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(w.attn_norm->data), &ws_.xn[i * dim], c.dim, c.rms_eps);
+  });
+  if (w.wq_a) {
+    mm_shared({w.wq_a, w.wkv_a}, ws_.xn.data(), n, {ws_.q_a.data(), ws_.latent.data()}, pool);
+    const size_t ql = static_cast<size_t>(c.q_lora_rank);
+    for_rows(pool, n, ql, [&](int32_t i) {
+      rmsnorm(&ws_.q_a[i * ql], static_cast<const float*>(w.q_a_norm->data), &ws_.q_a[i * ql], c.q_lora_rank, c.rms_eps);
+    });
+    mm(*w.wq, ws_.q_a.data(), n, ws_.q.data(), pool);
+  } else {
+    mm_shared({w.wq, w.wkv_a}, ws_.xn.data(), n, {ws_.q.data(), ws_.latent.data()}, pool);
+  }
+  const size_t q_dim = static_cast<size_t>(c.q_dim()), lat = static_cast<size_t>(c.latent_dim());
+  const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
+  for_rows(pool, n, q_dim + lat, [&](int32_t i) {
+    const int32_t pos = batch.positions[static_cast<size_t>(i)];
+    float* kv = &ws_.latent[i * lat];
+    rmsnorm(kv, static_cast<const float*>(w.kv_a_norm->data), kv, c.kv_lora_rank, c.rms_eps);
+    rotate(&ws_.q[i * q_dim] + c.nope_dim(), c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
+    rotate(kv + c.kv_lora_rank, 1, c.rope_dim, c.rope_dim, pos, inv_freq(layer));
+    const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
+    const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+    cache.store(layer, block, pos % kBlockTokens, kv, nullptr);
+  });
+  if (mla_naive_)
+    mla_attend_naive(layer, batch, cache, pool);
+  else
+    mla_attend_absorbed(layer, batch, cache, pool);
+  mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  add_residual(w.post_attn_norm, n, pool);
+}
+
+float dot_f32(const float* a, const float* b, size_t n) {
+  float s = 0.0f;
+  for (size_t j = 0; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+
+// Attention over the cached latents themselves: head h's query becomes
+// [W_UK_hᵀ q_nope | q_pe] (q_nope · W_UK_h c = (W_UK_hᵀ q_nope) · c), every
+// head attends the one shared latent row per token (MQA, the latent's
+// c_kv part also serving as the value), and the head's output in latent
+// space goes through W_UV_h. The cache is read once for all heads and no
+// per-head K or V is ever formed.
+void DecoderModel::mla_attend_absorbed(int layer, const Batch& batch, const KvCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int32_t n = batch.size(), heads = c.n_heads;
+  const size_t q_dim = static_cast<size_t>(c.q_dim()), lat = static_cast<size_t>(c.latent_dim());
+  const size_t kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+  const size_t vd = static_cast<size_t>(c.v_head_dim), hd = static_cast<size_t>(c.head_dim);
+  const float* uk = w_uk_[static_cast<size_t>(layer)].data();
+  const float* uv_t = w_uv_t_[static_cast<size_t>(layer)].data();
+  const int64_t jobs = static_cast<int64_t>(n) * heads;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / static_cast<int64_t>(kvl * (nope + vd)));
+  pool.parallel_for(jobs, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t job = lo; job < hi; ++job) {
+      const auto i = static_cast<size_t>(job / heads), h = static_cast<size_t>(job % heads);
+      const float* q = &ws_.q[i * q_dim + h * hd];
+      float* out = &ws_.mla_q[(i * heads + h) * lat];
+      std::fill_n(out, kvl, 0.0f);
+      for (size_t r = 0; r < nope; ++r) {
+        const float a = q[r];
+        const float* row = uk + (h * nope + r) * kvl;
+        for (size_t j = 0; j < kvl; ++j) out[j] += a * row[j];
+      }
+      std::copy(q + nope, q + hd, out + kvl);
+    }
+  });
+  // Jobs are (tile, group of heads): the groups of a tile read the same
+  // latents, and a decode step still spreads over the threads.
+  const int32_t group = std::min<int32_t>(heads, std::max<int32_t>(1, heads / std::max(1, pool.size())));
+  const int32_t n_groups = (heads + group - 1) / group;
+  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size()) - 1;
+  const AttnScale scale{c.attn_scale(), c.attn_softcap};
+  const size_t row_stride = static_cast<size_t>(heads) * lat;
+  pool.parallel_for(n_tiles * n_groups, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const auto tile = static_cast<size_t>(job / n_groups);
+      const int32_t h0 = static_cast<int32_t>(job % n_groups) * group;
+      const int32_t g = std::min(group, heads - h0);
+      const int32_t r0 = ws_.attn_tiles[tile], rows = ws_.attn_tiles[tile + 1] - r0;
+      const auto i = static_cast<size_t>(r0);
+      const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
+      const PagedKv kv{cache.key_data(layer, 0, 0), cache.value_data(layer, 0, 0), cache.block_stride(),
+                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+      const size_t off = i * row_stride + static_cast<size_t>(h0) * lat;
+      attend_paged_rows(&ws_.mla_q[off], row_stride, rows, g, c.latent_dim(), kv, &ws_.attn_begin[i],
+                        &ws_.attn_end[i], scale, &ws_.mla_att[off], row_stride);
+    }
+  });
+  const size_t att_stride = static_cast<size_t>(heads) * vd;
+  pool.parallel_for(jobs, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t job = lo; job < hi; ++job) {
+      const auto i = static_cast<size_t>(job / heads), h = static_cast<size_t>(job % heads);
+      const float* o = &ws_.mla_att[(i * heads + h) * lat];  // its first kv_lora dims: the latent value
+      float* out = &ws_.att[i * att_stride + h * vd];
+      std::fill_n(out, vd, 0.0f);
+      for (size_t j = 0; j < kvl; ++j) {
+        const float a = o[j];
+        const float* row = uv_t + (h * kvl + j) * vd;
+        for (size_t r = 0; r < vd; ++r) out[r] += a * row[r];
+      }
+    }
+  });
+}
+
+// The reference path: per sequence, every cached latent is decompressed
+// into each head's K_nope and V (one matrix product by attn_kv_b), and the
+// heads attend those as ordinary multi-head attention would.
+void DecoderModel::mla_attend_naive(int layer, const Batch& batch, const KvCache& cache, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int32_t heads = c.n_heads;
+  const size_t q_dim = static_cast<size_t>(c.q_dim()), lat = static_cast<size_t>(c.latent_dim());
+  const size_t kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+  const size_t vd = static_cast<size_t>(c.v_head_dim), hd = static_cast<size_t>(c.head_dim);
+  const size_t kv_width = static_cast<size_t>(heads) * (nope + vd);
+  const float scale = c.attn_scale();
+  const auto n_tiles = ws_.attn_tiles.size() - 1;
+  for (size_t tile = 0; tile < n_tiles; ++tile) {
+    const int32_t r0 = ws_.attn_tiles[tile], r1 = ws_.attn_tiles[tile + 1];
+    int32_t keys = 0;
+    for (int32_t i = r0; i < r1; ++i) keys = std::max(keys, ws_.attn_end[static_cast<size_t>(i)]);
+    const auto uk = static_cast<size_t>(keys);
+    const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(r0)])];
+    ws_.naive_lat.resize(uk * lat);
+    ws_.naive_c.resize(uk * kvl);
+    ws_.naive_kv.resize(uk * kv_width);
+    for (size_t p = 0; p < uk; ++p) {
+      const int32_t block = table.blocks[p / kBlockTokens];
+      cache.load_key(layer, block, 0, static_cast<int32_t>(p % kBlockTokens), &ws_.naive_lat[p * lat]);
+      std::copy_n(&ws_.naive_lat[p * lat], kvl, &ws_.naive_c[p * kvl]);
+    }
+    ws_.naive_scratch.resize(std::max(ws_.naive_scratch.size(), activation_scratch_bytes(*w.wkv_b, keys)));
+    matmul(*w.wkv_b, ws_.naive_c.data(), keys, ws_.naive_kv.data(), ws_.naive_scratch.data(), pool);
+    const int64_t jobs = static_cast<int64_t>(r1 - r0) * heads;
+    pool.parallel_for(jobs, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<float> score(uk), acc(vd);
+      for (int64_t job = lo; job < hi; ++job) {
+        const auto i = static_cast<size_t>(r0 + job / heads), h = static_cast<size_t>(job % heads);
+        const float* q = &ws_.q[i * q_dim + h * hd];
+        const auto b = static_cast<size_t>(ws_.attn_begin[i]), e = static_cast<size_t>(ws_.attn_end[i]);
+        float top = -INFINITY;
+        for (size_t p = b; p < e; ++p) {
+          const float* k = &ws_.naive_kv[p * kv_width + h * (nope + vd)];
+          score[p] = (dot_f32(q, k, nope) + dot_f32(q + nope, &ws_.naive_lat[p * lat + kvl], hd - nope)) * scale;
+          top = std::max(top, score[p]);
+        }
+        double sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (size_t p = b; p < e; ++p) {
+          const float pr = std::exp(score[p] - top);
+          sum += pr;
+          const float* v = &ws_.naive_kv[p * kv_width + h * (nope + vd) + nope];
+          for (size_t r = 0; r < vd; ++r) acc[r] += pr * v[r];
+        }
+        float* out = &ws_.att[i * static_cast<size_t>(heads) * vd + h * vd];
+        for (size_t r = 0; r < vd; ++r) out[r] = static_cast<float>(acc[r] / sum);
+      }
+    });
+  }
 }
 
 // x += proj, through the sub-block's post-norm where it has one (Gemma).
@@ -638,7 +864,7 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
     for (size_t j = 0; j < k; ++j) {
       const auto entry = static_cast<size_t>(r.entries[i * k + j]);
       const float* y = &ws_.moe_y[entry * dim];
-      const float weight = r.weights[entry];
+      const float weight = r.weights[entry] * c.expert_weights_scale;
       for (size_t d = 0; d < dim; ++d) out[d] += weight * y[d];
     }
   });
@@ -692,11 +918,12 @@ void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t b
                             int32_t delta, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
-  const size_t hd = static_cast<size_t>(c.head_dim);
-  pool.parallel_for(static_cast<int64_t>(c.n_layers) * c.n_kv_heads, 1, [&](int64_t lo, int64_t hi) {
+  const KvShape shape = kv_shape();
+  const size_t hd = static_cast<size_t>(shape.head_dim);
+  pool.parallel_for(static_cast<int64_t>(c.n_layers) * shape.n_kv_heads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t job = lo; job < hi; ++job) {
-      const auto layer = static_cast<int32_t>(job / c.n_kv_heads);
-      const auto h = static_cast<int32_t>(job % c.n_kv_heads);
+      const auto layer = static_cast<int32_t>(job / shape.n_kv_heads);
+      const auto h = static_cast<int32_t>(job % shape.n_kv_heads);
       // The keys of a block's slots are rotated together, as if they were
       // the heads of one row, sharing one set of cosines and sines. Loading
       // and storing goes through the cache's format (quantized keys are
@@ -707,7 +934,11 @@ void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t b
         const int32_t n = std::min(kBlockTokens - slot, end - pos);
         const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
         for (int32_t i = 0; i < n; ++i) cache.load_key(layer, block, h, slot + i, &rows[i * hd]);
-        rotate(rows.data(), n, c.head_dim, c.rope_dim, delta, inv_freq(layer));
+        if (c.mla())  // a latent row's k_pe, its last rope_dim dims
+          for (int32_t i = 0; i < n; ++i)
+            rotate(&rows[i * hd] + c.kv_lora_rank, 1, c.rope_dim, c.rope_dim, delta, inv_freq(layer));
+        else
+          rotate(rows.data(), n, c.head_dim, c.rope_dim, delta, inv_freq(layer));
         for (int32_t i = 0; i < n; ++i) cache.store_key(layer, block, h, slot + i, &rows[i * hd]);
         pos += n;
       }

@@ -52,6 +52,15 @@ struct LayerWeights {
   const TensorView* shared_up = nullptr;
   const TensorView* shared_down = nullptr;  // [dim rows][shared_ffn]
   const TensorView* shared_router = nullptr;
+  // Multi-head latent attention (DeepSeek-V2): wq is the per-head query
+  // [nope | rope] (after wq_a and q_a_norm where q has a bottleneck);
+  // wkv_a gives the latent [kv_lora | rope], kv_a_norm normalises its
+  // kv_lora part, wkv_b decompresses it per head into [nope key | value].
+  const TensorView* wq_a = nullptr;       // [q_lora rows][dim]
+  const TensorView* q_a_norm = nullptr;   // [q_lora]
+  const TensorView* wkv_a = nullptr;      // [kv_lora + rope rows][dim]
+  const TensorView* kv_a_norm = nullptr;  // [kv_lora]
+  const TensorView* wkv_b = nullptr;      // [heads * (nope + v) rows][kv_lora]
 };
 
 // Finds a file's tensors by name with the shape the config implies, or a

@@ -29,7 +29,12 @@ class Model {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const GgufFile& file() const { return file_; }
 
-  KvShape kv_shape() const { return {config_.n_layers, config_.n_kv_heads, config_.head_dim}; }
+  // Multi-head latent attention caches one row per token and layer, the
+  // latent and the rotated shared key [c_kv | k_pe], as a keys-only cache.
+  KvShape kv_shape() const {
+    if (config_.mla()) return {config_.n_layers, 1, config_.latent_dim(), /*keys_only=*/true};
+    return {config_.n_layers, config_.n_kv_heads, config_.head_dim};
+  }
   // Bytes of weights one forward pass reads (all layers, the head, one
   // embedding row per token aside): what decode must stream from memory.
   virtual size_t weight_bytes_per_pass() const = 0;
@@ -62,6 +67,12 @@ class Model {
   // What loading chose that a user should know (e.g. weights left in the
   // mapped file for want of memory); empty when nothing.
   virtual std::string load_notes() const { return {}; }
+
+  // Multi-head latent attention only: attend by decompressing every cached
+  // latent into each head's K and V (naive, true) or over the latents
+  // directly with the up-projections absorbed into q and the output (the
+  // default). For tests and benchmarks of the two; a no-op elsewhere.
+  virtual void set_mla_naive(bool /*naive*/) {}
 
   // Every later forward pass shows each matrix product's input to
   // `observer` (not owned; nullptr stops it).

@@ -126,7 +126,7 @@ struct Range {
 
 TEST(Attention, EveryKvTypeAtEveryLevelMatchesDouble) {
   uint32_t seed = 1;
-  for (int32_t hd : {8, 16, 64, 80, 128, 256}) {
+  for (int32_t hd : {8, 16, 64, 80, 128, 160, 256, 576}) {
     for (int32_t group : {1, 4}) {
       const Case c(hd, group, 70, seed += 10);
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -206,7 +206,7 @@ TEST(Attention, RowsEqualEachRowAloneBitForBit) {
   // rows (more than one tile of the AVX-512 kernel). Each row's bits are
   // the ones attend_paged gives it alone, for every KV type, and f32 stays
   // within rounding of the double reference.
-  for (int32_t hd : {64, 128, 256}) {
+  for (int32_t hd : {64, 128, 256, 576}) {
     for (int32_t group : {1, 8}) {
       const Case c(hd, group, 90, static_cast<uint32_t>(hd + group));
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

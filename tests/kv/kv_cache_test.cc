@@ -215,5 +215,33 @@ TEST(KvCache, SameMemoryHoldsMoreBlocksWhenQuantized) {
   }
 }
 
+// A keys-only cache (multi-head latent attention's one latent row per
+// token): V aliases K, nothing else is allocated, and the byte accounting
+// counts the one plane.
+TEST(KvCache, KeysOnlyStoresOnePlane) {
+  const KvShape full{3, 1, 576}, latent{3, 1, 576, /*keys_only=*/true};
+  for (KvType t : kAllTypes) {
+    EXPECT_EQ(KvCache::bytes_per_token(latent, t) * 2, KvCache::bytes_per_token(full, t));
+    KvCache cache(latent, 4, t);
+    EXPECT_EQ(cache.bytes_total(), cache.bytes_per_block() * 4);
+    EXPECT_EQ(cache.key_data(2, 3, 0), cache.value_data(2, 3, 0));
+    const std::vector<float> a = random_row(576, 1, 1.0f), b = random_row(576, 2, 1.0f);
+    cache.store(1, 2, 5, a.data(), nullptr);
+    cache.store(1, 2, 6, b.data(), nullptr);
+    std::vector<float> k(576), v(576);
+    cache.load_key(1, 2, 0, 5, k.data());
+    cache.load_value(1, 2, 0, 5, v.data());
+    EXPECT_EQ(k, v);
+    for (int32_t i = 0; i < 576; ++i) EXPECT_LE(std::fabs(k[i] - a[i]), error_bound(t, a, i)) << kv_type_name(t);
+    cache.load_key(1, 2, 0, 6, k.data());
+    for (int32_t i = 0; i < 576; ++i) EXPECT_LE(std::fabs(k[i] - b[i]), error_bound(t, b, i)) << kv_type_name(t);
+  }
+  // DeepSeek-V2-Lite: 576 latent values per layer instead of 16 heads of
+  // 192-wide keys and 128-wide values (stored here as 2 x 16 x 192).
+  EXPECT_GE(static_cast<double>(KvCache::bytes_per_token(KvShape{27, 16, 192}, KvType::F16)) /
+                KvCache::bytes_per_token(KvShape{27, 1, 576, true}, KvType::F16),
+            7.0);
+}
+
 }  // namespace
 }  // namespace duet

@@ -21,6 +21,16 @@ linear / llama3 rope_scaling frequency rules. Per family:
   w2 down). Qwen3-MoE: Qwen3 attention; the layers in mlp_only_layers keep a
   dense MLP. Qwen2-MoE: Qwen2 attention (biases), plus a shared expert every
   token runs, scaled by sigmoid(h · shared_expert_gate).
+- DeepSeek-V2 (DeepseekV2ForCausalLM, as its own modeling code defines it):
+  multi-head latent attention. q = q_proj(h) (or q_b_proj(RMSNorm(q_a_proj(h))))
+  per head [q_nope | q_pe]; kv_a_proj_with_mqa(h) = [compressed_kv | k_pe];
+  kv_b_proj(RMSNorm(compressed_kv)) per head [k_nope | v]; k_pe is one head
+  shared by all; q_pe and k_pe are rotated after de-interleaving their dims
+  (view(d/2, 2).transpose), then rotate-half; scores scaled by
+  (nope + rope)^-1/2. MoE after first_k_dense_replace layers: softmax over
+  the experts, greedy top-k, renormalised when norm_topk_prob, else times
+  routed_scaling_factor; plus n_shared_experts experts fused as one MLP of
+  n_shared * moe_intermediate_size (mlp.shared_experts), ungated.
 """
 
 import json
@@ -111,11 +121,136 @@ def head_dim_of(cfg):
     return cfg.get("head_dim") or default
 
 
+def deepseek_v2_weights(cfg, dtype, g):
+    hidden, ffn, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    heads, nope, rope = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"]
+    vd, kvl, ql = cfg["v_head_dim"], cfg["kv_lora_rank"], cfg.get("q_lora_rank")
+
+    def mat(rows, cols):
+        return (torch.randn(rows, cols, generator=g) / math.sqrt(cols)).to(dtype)
+
+    def norm(n):
+        return (1.0 + 0.1 * torch.randn(n, generator=g)).to(dtype)
+
+    w = {"model.embed_tokens.weight": torch.randn(vocab, hidden, generator=g).to(dtype)}
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        w[p + "input_layernorm.weight"] = norm(hidden)
+        if ql:
+            w[p + "self_attn.q_a_proj.weight"] = mat(ql, hidden)
+            w[p + "self_attn.q_a_layernorm.weight"] = norm(ql)
+            w[p + "self_attn.q_b_proj.weight"] = mat(heads * (nope + rope), ql)
+        else:
+            w[p + "self_attn.q_proj.weight"] = mat(heads * (nope + rope), hidden)
+        w[p + "self_attn.kv_a_proj_with_mqa.weight"] = mat(kvl + rope, hidden)
+        w[p + "self_attn.kv_a_layernorm.weight"] = norm(kvl)
+        w[p + "self_attn.kv_b_proj.weight"] = mat(heads * (nope + vd), kvl)
+        w[p + "self_attn.o_proj.weight"] = mat(hidden, heads * vd)
+        w[p + "post_attention_layernorm.weight"] = norm(hidden)
+        if deepseek_moe_layer(cfg, l):
+            e_ffn = cfg["moe_intermediate_size"]
+            w[p + "mlp.gate.weight"] = mat(cfg["n_routed_experts"], hidden)
+            for e in range(cfg["n_routed_experts"]):
+                q = p + f"mlp.experts.{e}."
+                w[q + "gate_proj.weight"] = mat(e_ffn, hidden)
+                w[q + "up_proj.weight"] = mat(e_ffn, hidden)
+                w[q + "down_proj.weight"] = mat(hidden, e_ffn)
+            s_ffn = e_ffn * cfg.get("n_shared_experts", 0)
+            if s_ffn:
+                q = p + "mlp.shared_experts."
+                w[q + "gate_proj.weight"] = mat(s_ffn, hidden)
+                w[q + "up_proj.weight"] = mat(s_ffn, hidden)
+                w[q + "down_proj.weight"] = mat(hidden, s_ffn)
+            continue
+        w[p + "mlp.gate_proj.weight"] = mat(ffn, hidden)
+        w[p + "mlp.up_proj.weight"] = mat(ffn, hidden)
+        w[p + "mlp.down_proj.weight"] = mat(hidden, ffn)
+    w["model.norm.weight"] = norm(hidden)
+    w["lm_head.weight"] = mat(vocab, hidden)
+    return w
+
+
+def deepseek_moe_layer(cfg, l):
+    return (cfg.get("n_routed_experts") and l >= cfg.get("first_k_dense_replace", 0)
+            and l % cfg.get("moe_layer_freq", 1) == 0)
+
+
+def deepseek_v2_forward(cfg, weights, tokens, interleave=True, top_k=None, shared_expert=True,
+                        routed_scale=True):
+    """DeepSeek-V2's logits [n, vocab] in float64; `interleave` False rotates
+    q_pe/k_pe by plain rotate-half (without DeepSeek's de-interleaving)."""
+    w = {k: v.to(torch.float64) for k, v in weights.items()}
+    heads, nope, rope = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"]
+    vd, kvl = cfg["v_head_dim"], cfg["kv_lora_rank"]
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    silu = torch.nn.functional.silu
+    n = len(tokens)
+    base = cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / base ** (torch.arange(0, rope, 2, dtype=torch.float64) / rope)
+    freqs = torch.outer(torch.arange(n, dtype=torch.float64), inv)
+    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :]               # (n, 1, rope)
+    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :]
+
+    def rotate(x):                                                      # (n, h, rope)
+        if interleave:
+            x = x.reshape(*x.shape[:-1], rope // 2, 2).transpose(-1, -2).reshape(x.shape)
+        return x * cos + rotate_half(x) * sin
+
+    def mlp(h, q):
+        return (silu(h @ w[q + "gate_proj.weight"].T) * (h @ w[q + "up_proj.weight"].T)) @ w[q + "down_proj.weight"].T
+
+    causal = torch.arange(n)[None, :] <= torch.arange(n)[:, None]
+    x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}.self_attn."
+        h = rms_norm(x, w[f"model.layers.{l}.input_layernorm.weight"], eps)
+        if cfg.get("q_lora_rank"):
+            q = rms_norm(h @ w[p + "q_a_proj.weight"].T, w[p + "q_a_layernorm.weight"], eps) @ w[p + "q_b_proj.weight"].T
+        else:
+            q = h @ w[p + "q_proj.weight"].T
+        q = q.reshape(n, heads, nope + rope)
+        q_nope, q_pe = q[..., :nope], q[..., nope:]
+        ckv = h @ w[p + "kv_a_proj_with_mqa.weight"].T
+        c, k_pe = ckv[:, :kvl], ckv[:, None, kvl:]                      # k_pe (n, 1, rope)
+        kv = (rms_norm(c, w[p + "kv_a_layernorm.weight"], eps) @ w[p + "kv_b_proj.weight"].T).reshape(n, heads, nope + vd)
+        k_nope, v = kv[..., :nope], kv[..., nope:]
+        q_pe, k_pe = rotate(q_pe), rotate(k_pe)
+        qs = torch.cat((q_nope, q_pe), -1)
+        ks = torch.cat((k_nope, k_pe.expand(n, heads, rope)), -1)
+        scores = torch.einsum("qhd,khd->hqk", qs, ks) * (nope + rope) ** -0.5
+        scores = scores.masked_fill(~causal, float("-inf"))
+        att = torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).reshape(n, heads * vd)
+        x = x + att @ w[p + "o_proj.weight"].T
+        h = rms_norm(x, w[f"model.layers.{l}.post_attention_layernorm.weight"], eps)
+        m = f"model.layers.{l}.mlp."
+        if not deepseek_moe_layer(cfg, l):
+            x = x + mlp(h, m)
+            continue
+        k = top_k or cfg["num_experts_per_tok"]
+        probs = (h @ w[m + "gate.weight"].T).softmax(-1)
+        top_w, top_i = probs.topk(k, -1)
+        if k > 1 and cfg.get("norm_topk_prob", False):
+            top_w = top_w / (top_w.sum(-1, keepdim=True) + 1e-20)
+        elif routed_scale:
+            top_w = top_w * cfg.get("routed_scaling_factor", 1.0)
+        routing = torch.zeros_like(probs).scatter(-1, top_i, top_w)
+        out = torch.zeros_like(h)
+        for e in range(cfg["n_routed_experts"]):
+            out = out + routing[:, e:e + 1] * mlp(h, m + f"experts.{e}.")
+        if shared_expert and m + "shared_experts.gate_proj.weight" in w:
+            out = out + mlp(h, m + "shared_experts.")
+        x = x + out
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    return x @ w["lm_head.weight"].T
+
+
 def random_weights(cfg, dtype, seed):
     """Random HF-named weights of the config's shapes, rounded to `dtype`.
     Scales keep activations and logits O(1) so that top-1 is meaningful."""
     g = torch.Generator().manual_seed(seed)
     arch = arch_of(cfg)
+    if arch == "DeepseekV2ForCausalLM":
+        return deepseek_v2_weights(cfg, dtype, g)
     hidden, ffn, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     heads = cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", heads)
@@ -299,11 +434,14 @@ def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True, shared_expert=Tru
 
 
 def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
-            softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True, shared_expert=True):
+            softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True, shared_expert=True,
+            **kw):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
     switches turn a feature off, so a test can show it matters; layer_input,
     if given, is applied to the input of every layer's matmul (to model an
     engine's rounding of activations)."""
+    if arch_of(cfg) == "DeepseekV2ForCausalLM":
+        return deepseek_v2_forward(cfg, weights, tokens, top_k=top_k, shared_expert=shared_expert, **kw)
     li = layer_input or (lambda t: t)
     w = {k: v.to(torch.float64) for k, v in weights.items()}
     arch = arch_of(cfg)

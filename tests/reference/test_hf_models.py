@@ -10,7 +10,8 @@ scaling (and a text prompt tokenized by sentencepiece); Mistral with a
 sliding window of 8 over 40 positions, in two shards; Qwen2 with Q/K/V
 biases and tied embeddings; Llama 3 rope_scaling at positions beyond
 original_max_position_embeddings; head_dim != hidden/heads; Qwen3, Gemma 2/3,
-Phi-3; the mixtures of experts Mixtral and Qwen3-MoE (the folder serves one
+Phi-3; the mixtures of experts Mixtral, Qwen3-MoE, Qwen2-MoE and DeepSeek-V2
+with its multi-head latent attention (the folder serves one
 tensor per expert, the converted GGUF stacks them). For the features
 that change the math, the reference with the feature switched off must be
 far outside the tolerance, so the comparison can tell.
@@ -132,6 +133,28 @@ CASES = [
                             moe_intermediate_size=32, shared_expert_intermediate_size=96,
                             norm_topk_prob=False, use_sliding_window=False, rope_theta=1000000.0),
          control={"shared_expert": False, "biases": False}),
+    # DeepSeek-V2-Lite scaled down: latent attention (latent 32, heads of nope
+    # 16 + rope 8 for q and k, values 16; q projected directly), 8 experts of
+    # 32 top-2 unnormalised times routed_scaling_factor, 2 shared experts,
+    # layer 0 dense. The interleaved RoPE dims and routing must matter.
+    dict(name="deepseek2-mla-8-experts-top2", tok="spm", dtype=torch.float32, n=48,
+         config=base_config("DeepseekV2ForCausalLM", vocab_size=32000, num_hidden_layers=3, num_key_value_heads=4,
+                            intermediate_size=96, q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16,
+                            qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2,
+                            n_shared_experts=2, moe_intermediate_size=32, first_k_dense_replace=1,
+                            moe_layer_freq=1, norm_topk_prob=False, routed_scaling_factor=1.5,
+                            topk_method="greedy", scoring_func="softmax", n_group=1, topk_group=1,
+                            rms_norm_eps=1e-6, rope_scaling=None),
+         control={"interleave": False, "top_k": 8, "routed_scale": False}),
+    # DeepSeek-V2 (full) style: q through its low-rank bottleneck, one
+    # shared expert, experts renormalised (no scaling then), in BF16.
+    dict(name="deepseek2-q-lora-bf16", tok="spm", dtype=torch.bfloat16, n=40, also_f32=True,
+         config=base_config("DeepseekV2ForCausalLM", vocab_size=32000, num_hidden_layers=2, num_key_value_heads=4,
+                            intermediate_size=96, q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16,
+                            qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2,
+                            n_shared_experts=1, moe_intermediate_size=32, first_k_dense_replace=1,
+                            norm_topk_prob=True, routed_scaling_factor=4.0, rms_norm_eps=1e-6),
+         control={"interleave": False}),
     # Phi-4-mini scaled down: fused projections, 3/4 of each head rotated.
     dict(name="phi3-fused-partial-rotary", tok="spm", dtype=torch.float16, n=64,
          config=base_config("Phi3ForCausalLM", vocab_size=32064, partial_rotary_factor=0.75)),

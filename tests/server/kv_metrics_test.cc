@@ -56,5 +56,30 @@ TEST(MoeMetrics, ExpertLoadPerLayer) {
   EXPECT_GT(metric_value(m, "duet_moe_expert_load_max"), 1.0) << m;
 }
 
+// DeepSeek-V2's latent attention caches one row of kv_lora_rank + rope
+// values per token and layer: /metrics reports those bytes, not full K/V's.
+TEST(KvMetrics, LatentAttentionReportsTheLatentBytes) {
+  TempDir dir;
+  SynthOptions synth;
+  synth.shape = {.arch = "deepseek2", .name = "mla", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+                 .n_kv_heads = 4, .head_dim = 24, .ffn_dim = 96, .ctx_len = 256, .rope_dim = 8, .n_experts = 8,
+                 .n_experts_used = 2, .expert_ffn_dim = 32, .shared_expert_ffn_dim = 32, .n_dense_leading = 1,
+                 .kv_lora_rank = 32, .v_head_dim = 16};
+  synth.seed = 1;
+  ASSERT_TRUE(synth_model(synth, dir.file("mla.gguf")).ok());
+  HarnessOptions o;
+  o.model_path = dir.file("mla.gguf");
+  o.engine.kv_type = KvType::F16;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  const std::string m = c.Get("/metrics")->body;
+  // 2 layers x (32 + 8) halves; full K/V would be 2 x 4 heads x (24 + 16) halves, 4x more.
+  EXPECT_EQ(metric_value(m, "duet_kv_bytes_per_token"), 2 * 40 * 2) << m;
+}
+
 }  // namespace
 }  // namespace duet
