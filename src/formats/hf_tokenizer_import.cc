@@ -25,12 +25,16 @@ constexpr const char* kLlama3Regex =
 constexpr const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-Result<json> read_json(const std::string& path) {
+Result<std::string> read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return err(path, ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  return ss.str();
+}
+
+Result<json> parse_object(std::string_view text, const std::string& path) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return err(path, ": not valid JSON");
   if (!j.is_object()) return err(path, ": not a JSON object");
   return j;
@@ -116,8 +120,18 @@ std::string template_prefix(const json& post) {
 }  // namespace
 
 Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
+  DUET_ASSIGN(const std::string tokenizer_text, read_text(files.tokenizer_json));
+  std::string config_text;
+  if (!files.tokenizer_config.empty()) {
+    DUET_ASSIGN(config_text, read_text(files.tokenizer_config));
+  }
+  return set_hf_tokenizer_metadata_from_text(w, files, tokenizer_text, config_text);
+}
+
+Status set_hf_tokenizer_metadata_from_text(GgufWriter& w, const HfTokenizerFiles& files,
+                                           std::string_view tokenizer_text, std::string_view config_text) {
   const std::string& path = files.tokenizer_json;
-  DUET_ASSIGN(const json tok, read_json(path));
+  DUET_ASSIGN(const json tok, parse_object(tokenizer_text, path));
   const auto model = tok.find("model");
   if (model == tok.end() || !model->is_object()) return err(path, ": no \"model\" object");
   if (model->value("type", "") != "BPE")
@@ -172,7 +186,7 @@ Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
 
   json cfg = json::object();
   if (!files.tokenizer_config.empty()) {
-    DUET_ASSIGN(cfg, read_json(files.tokenizer_config));
+    DUET_ASSIGN(cfg, parse_object(config_text, files.tokenizer_config));
   }
   auto lookup = [&](const std::string& text, int64_t fallback) -> int64_t {
     if (text.empty()) return fallback;

@@ -252,4 +252,10 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
   return std::nullopt;
 }
 
+std::optional<ApiError> parse_generate_body(std::string_view body, bool chat, GenerateRequest& out) {
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid("the request body is not valid JSON");
+  return parse_generate_request(j, chat, out);
+}
+
 }  // namespace duet::server

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/request.h"
@@ -34,5 +35,9 @@ struct GenerateRequest {
 // Fills `out` from the JSON body; the error names the first problem.
 std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
                                                GenerateRequest& out);
+
+// The same from the body's text as it came off the wire: what the server
+// runs on every request, with no HTTP around it (fuzz/fuzz_openai_request.cc).
+std::optional<ApiError> parse_generate_body(std::string_view body, bool chat, GenerateRequest& out);
 
 }  // namespace duet::server
