@@ -56,10 +56,11 @@ std::optional<ApiError> read_int(Fields& f, const std::string& key, int64_t lo, 
   const json* v = f.get(key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) return wrong_type(key, "an integer");
-  const int64_t i = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)
-                        ? hi + 1
-                        : v->get<int64_t>();
-  if (i < lo || i > hi)
+  // An unsigned value above hi is out of range before it is read as int64
+  // (where one above INT64_MAX would wrap to a negative number).
+  const bool above = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const int64_t i = above ? hi : v->get<int64_t>();
+  if (above || i < lo || i > hi)
     return invalid("'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
   out = i;
   return std::nullopt;
