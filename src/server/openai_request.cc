@@ -35,6 +35,13 @@ class Fields {
   std::set<std::string> seen_;
 };
 
+// obj[key] when it is a string, else "" (json::value would throw for any
+// other type, and an exception is no answer to a client).
+std::string string_or_empty(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 ApiError wrong_type(const std::string& field, const char* expected) {
   return invalid("'" + field + "' must be " + expected, field);
 }
@@ -137,7 +144,7 @@ std::optional<ApiError> read_messages(Fields& f, std::vector<ChatMessage>& out) 
       msg.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        if (!part.is_object() || string_or_empty(part, "type") != "text" || !part.contains("text") ||
             !part["text"].is_string())
           return invalid("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}",
                          where + ".content");
@@ -245,7 +252,7 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
     f.get("tool_choice");
     f.get("parallel_tool_calls");
     if (const json* rf = f.get("response_format")) {
-      if (!rf->is_object() || rf->value("type", "") != "text")
+      if (!rf->is_object() || string_or_empty(*rf, "type") != "text")
         return invalid("only response_format {\"type\": \"text\"} is supported", "response_format");
     }
   }

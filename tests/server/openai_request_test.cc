@@ -31,6 +31,20 @@ TEST(OpenAiRequest, SeedAboveInt64IsOutOfRangeNotWrapped) {
   EXPECT_EQ(e->param, "max_tokens");
 }
 
+// A "type" that is not a string was read with json::value, which throws.
+TEST(OpenAiRequest, NonStringTypesAre400s) {
+  auto e = parse(R"({"messages": [{"role": "user", "content": [{"type": 1, "text": "x"}]}]})", true);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "messages[0].content");
+  e = parse(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": null}})", true);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "response_format");
+  GenerateRequest r;
+  ASSERT_FALSE(parse(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+                         "response_format": {"type": "text"}})", true, &r));
+  EXPECT_EQ(r.messages.at(0).content, "x");
+}
+
 TEST(OpenAiRequest, InvalidJsonAndNonObjects) {
   for (const char* body : {"", "{", "[1]", "null", "\"x\"", "{\"prompt\": \"\xff\"}"}) {
     auto e = parse(body, false);
