@@ -78,7 +78,10 @@ for t in "${targets[@]}"; do
   secs=$(( $(date +%s) - start ))
   stats=$(grep -E '^#[0-9]+' "$work/$t.log" | tail -1 || true)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
-  summary+=("$(printf '%-20s %9s execs in %4ss  %s' "$t" "${execs:-?}" "$secs" "$(grep -oE 'cov: [0-9]+ ft: [0-9]+' <<<"$stats" || true)")")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/$t.log")
+  summary+=("$(printf '%-20s %9s execs in %4ss (%6s/s, peak %4s MB)  %s' "$t" "${execs:-?}" "$secs" "${rate:-?}" \
+    "${rss:-?}" "$(grep -oE 'cov: [0-9]+ ft: [0-9]+' <<<"$stats" || true)")")
   if [ "$rc" -ne 0 ]; then
     tail -60 "$work/$t.log" >&2
     mkdir -p "fuzz/regressions/$t"
