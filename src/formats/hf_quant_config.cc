@@ -39,9 +39,10 @@ Result<std::string> string_field(const json& j, const char* key, const std::stri
 Status read_int4(const json& q, const std::string& where, HfQuantization* out) {
   const json* bits = first_field(q, {"bits", "w_bit"});
   if (!bits || !bits->is_number_integer()) return err(where, ": needs an integer \"bits\"");
-  out->bits = bits->get<int32_t>();
-  if (out->bits != 4)
-    return err(where, ": ", out->name, " with bits ", out->bits, " is not supported (4 only)");
+  // Compared as read: narrowed to int32 first, 2^32 + 4 would pass as 4.
+  if (bits->get<int64_t>() != 4)
+    return err(where, ": ", out->name, " with bits ", bits->dump(), " is not supported (4 only)");
+  out->bits = 4;
   const json* group = first_field(q, {"group_size", "q_group_size"});
   if (!group || !group->is_number_integer()) return err(where, ": needs an integer \"group_size\"");
   const int64_t g = group->get<int64_t>();
@@ -104,9 +105,13 @@ Status read_compressed_tensors(const json& q, const std::string& where, HfQuanti
     return err(where, ": compressed-tensors needs a config_groups object");
   for (const auto& [name, group] : groups->items()) {
     const json* w = group.is_object() ? first_field(group, {"weights"}) : nullptr;
-    if (!w || !w->is_object() || w->value("num_bits", 0) != 8 || w->value("type", "") != "float")
+    const json* bits = w && w->is_object() ? first_field(*w, {"num_bits"}) : nullptr;
+    if (!bits || !bits->is_number_integer() || bits->get<int64_t>() != 8)
       return err(where, ": config group '", name, "' does not quantize weights to 8-bit floats");
-    const std::string strategy = w->value("strategy", "");
+    DUET_ASSIGN(const std::string type, string_field(*w, "type", where, ""));
+    if (type != "float")
+      return err(where, ": config group '", name, "' does not quantize weights to 8-bit floats");
+    DUET_ASSIGN(const std::string strategy, string_field(*w, "strategy", where, ""));
     if (strategy == "block") {
       const json* b = first_field(*w, {"block_structure"});
       if (!b) return err(where, ": config group '", name, "' has strategy block but no block_structure");

@@ -15,6 +15,9 @@ using nlohmann::json;
 namespace n = gguf_names;
 
 constexpr int64_t kMaxVocab = 1 << 24;
+// Ids no token has become placeholders; a few reserved ids are normal, but
+// a lone id near kMaxVocab would make a 100-byte file allocate gigabytes.
+constexpr int64_t kMaxVocabHoles = 1 << 16;
 // GGUF token types (SentencePiece's numbering).
 constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
@@ -25,21 +28,32 @@ constexpr const char* kLlama3Regex =
 constexpr const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-Result<json> read_json(const std::string& path) {
+Result<std::string> read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return err(path, ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  return ss.str();
+}
+
+Result<json> parse_object(std::string_view text, const std::string& path) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return err(path, ": not valid JSON");
   if (!j.is_object()) return err(path, ": not a JSON object");
   return j;
 }
 
+// obj[key] when it is a string, else "" (json::value would throw for any
+// other type).
+std::string string_or_empty(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // The llama.cpp name of the pre-tokenizer (tokenizer.ggml.pre).
 Result<std::string> pre_tokenizer_name(const json& pre, const std::string& path) {
   std::vector<const json*> steps;
-  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+  if (pre.is_object() && string_or_empty(pre, "type") == "Sequence" && pre.contains("pretokenizers") &&
       pre["pretokenizers"].is_array()) {
     for (const json& s : pre["pretokenizers"]) steps.push_back(&s);
   } else if (pre.is_object()) {
@@ -49,7 +63,7 @@ Result<std::string> pre_tokenizer_name(const json& pre, const std::string& path)
   const json* byte_level = nullptr;
   for (const json* s : steps) {
     if (!s->is_object()) continue;
-    const std::string type = s->value("type", "");
+    const std::string type = string_or_empty(*s, "type");
     if (type == "Split" && !split) split = s;
     else if (type == "ByteLevel") byte_level = s;
     else return err(path, ": pre_tokenizer step '", type, "' is not supported");
@@ -98,29 +112,39 @@ std::string special_text(const json& cfg, const char* key) {
 // single sequence (Llama 3's BOS), or "" when it puts none.
 std::string template_prefix(const json& post) {
   if (!post.is_object()) return {};
-  if (post.value("type", "") == "Sequence" && post.contains("processors") &&
+  if (string_or_empty(post, "type") == "Sequence" && post.contains("processors") &&
       post["processors"].is_array()) {
     for (const json& p : post["processors"])
       if (std::string s = template_prefix(p); !s.empty()) return s;
     return {};
   }
-  if (post.value("type", "") != "TemplateProcessing") return {};
+  if (string_or_empty(post, "type") != "TemplateProcessing") return {};
   const auto single = post.find("single");
   if (single == post.end() || !single->is_array() || single->empty()) return {};
   const json& first = (*single)[0];
   if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object())
-    return first["SpecialToken"].value("id", "");
+    return string_or_empty(first["SpecialToken"], "id");
   return {};
 }
 
 }  // namespace
 
 Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
+  DUET_ASSIGN(const std::string tokenizer_text, read_text(files.tokenizer_json));
+  std::string config_text;
+  if (!files.tokenizer_config.empty()) {
+    DUET_ASSIGN(config_text, read_text(files.tokenizer_config));
+  }
+  return set_hf_tokenizer_metadata_from_text(w, files, tokenizer_text, config_text);
+}
+
+Status set_hf_tokenizer_metadata_from_text(GgufWriter& w, const HfTokenizerFiles& files,
+                                           std::string_view tokenizer_text, std::string_view config_text) {
   const std::string& path = files.tokenizer_json;
-  DUET_ASSIGN(const json tok, read_json(path));
+  DUET_ASSIGN(const json tok, parse_object(tokenizer_text, path));
   const auto model = tok.find("model");
   if (model == tok.end() || !model->is_object()) return err(path, ": no \"model\" object");
-  if (model->value("type", "") != "BPE")
+  if (string_or_empty(*model, "type") != "BPE")
     return err(path, ": model type ", model->contains("type") ? (*model)["type"].dump() : "(none)",
                " is not supported (BPE only)");
   const auto vocab = model->find("vocab");
@@ -145,7 +169,10 @@ Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
         return err(path, ": added_tokens entry ", a.dump(), " needs an integer id and a content string");
       const int64_t id = a["id"].get<int64_t>();
       if (id < 0 || id >= kMaxVocab) return err(path, ": added token id ", id, " out of range");
-      const int32_t type = a.value("special", false) ? kControl : kUserDefined;
+      const auto special = a.find("special");
+      if (special != a.end() && !special->is_boolean())
+        return err(path, ": added_tokens entry ", a.dump(), ": \"special\" must be true or false");
+      const int32_t type = special != a.end() && special->get<bool>() ? kControl : kUserDefined;
       by_id[id] = {a["content"].get<std::string>(), type};  // may re-type a vocab entry
     }
   }
@@ -153,6 +180,9 @@ Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
 
   // GGUF needs ids 0..n-1; holes (reserved ids) become unused placeholders.
   const int64_t n_vocab = by_id.rbegin()->first + 1;
+  if (n_vocab - static_cast<int64_t>(by_id.size()) > kMaxVocabHoles)
+    return err(path, ": token ids go up to ", n_vocab - 1, " but only ", by_id.size(),
+               " are given: more than ", kMaxVocabHoles, " ids would have no token");
   std::vector<std::string> tokens(static_cast<size_t>(n_vocab));
   std::vector<int32_t> types(static_cast<size_t>(n_vocab), kUnused);
   std::map<std::string, int64_t> id_of;
@@ -172,7 +202,7 @@ Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files) {
 
   json cfg = json::object();
   if (!files.tokenizer_config.empty()) {
-    DUET_ASSIGN(cfg, read_json(files.tokenizer_config));
+    DUET_ASSIGN(cfg, parse_object(config_text, files.tokenizer_config));
   }
   auto lookup = [&](const std::string& text, int64_t fallback) -> int64_t {
     if (text.empty()) return fallback;

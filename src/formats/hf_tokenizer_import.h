@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "formats/gguf.h"
@@ -24,5 +25,10 @@ struct HfTokenizerFiles {
 // Sets the tokenizer keys on `w`. Errors name the file and the field: not
 // BPE, not byte-level, an unknown pre-tokenizer regex, ids out of range.
 Status set_hf_tokenizer_metadata(GgufWriter& w, const HfTokenizerFiles& files);
+
+// The same from the files' contents, already read: `files` names them in
+// errors (tokenizer_config empty: none, and `config_text` is ignored).
+Status set_hf_tokenizer_metadata_from_text(GgufWriter& w, const HfTokenizerFiles& files,
+                                           std::string_view tokenizer_text, std::string_view config_text);
 
 }  // namespace duet

@@ -43,6 +43,13 @@ class Fields {
   std::set<std::string> seen_;
 };
 
+// obj[key] when it is a string, else "" (json::value would throw for any
+// other type, and an exception is no answer to a client).
+std::string string_or_empty(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 ApiError wrong_type(const std::string& field, const char* expected) {
   return invalid("'" + field + "' must be " + expected, field);
 }
@@ -64,10 +71,11 @@ std::optional<ApiError> read_int(Fields& f, const std::string& key, int64_t lo, 
   const json* v = f.get(key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) return wrong_type(key, "an integer");
-  const int64_t i = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)
-                        ? hi + 1
-                        : v->get<int64_t>();
-  if (i < lo || i > hi)
+  // An unsigned value above hi is out of range before it is read as int64
+  // (where one above INT64_MAX would wrap to a negative number).
+  const bool above = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const int64_t i = above ? hi : v->get<int64_t>();
+  if (above || i < lo || i > hi)
     return invalid("'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
   out = i;
   return std::nullopt;
@@ -144,7 +152,7 @@ std::optional<ApiError> read_messages(Fields& f, std::vector<ChatMessage>& out) 
       msg.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        if (!part.is_object() || string_or_empty(part, "type") != "text" || !part.contains("text") ||
             !part["text"].is_string())
           return invalid("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}",
                          where + ".content");
@@ -332,6 +340,12 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
   DUET_API_TRY(read_grammar(f, raw_body, out.params.grammar));
   if (auto u = f.unknown()) return invalid("unknown field '" + *u + "'", *u);
   return std::nullopt;
+}
+
+std::optional<ApiError> parse_generate_body(std::string_view body, bool chat, GenerateRequest& out) {
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid("the request body is not valid JSON");
+  return parse_generate_request(j, chat, out, body);
 }
 
 }  // namespace duet::server

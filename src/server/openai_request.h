@@ -45,4 +45,8 @@ struct GenerateRequest {
 std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
                                                GenerateRequest& out, std::string_view raw_body = {});
 
+// The same from the body's text as it came off the wire: what the server
+// runs on every request, with no HTTP around it (fuzz/fuzz_openai_request.cc).
+std::optional<ApiError> parse_generate_body(std::string_view body, bool chat, GenerateRequest& out);
+
 }  // namespace duet::server

@@ -254,9 +254,7 @@ void OpenAiServer::routes() {
 // Parse: the request's JSON into a GenerateRequest and its prompt's ids.
 std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool chat, GenerateRequest& r,
                                             std::vector<int32_t>& prompt) const {
-  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return invalid("the request body is not valid JSON");
-  if (auto e = parse_generate_request(body, chat, r, req.body)) return e;
+  if (auto e = parse_generate_body(req.body, chat, r)) return e;
 
   const Tokenizer& tok = model_.tokenizer();
   if (chat) {

@@ -140,6 +140,20 @@ TEST(HfQuantConfig, RefusesWhatItCannotLoad) {
                                 {"config_groups", {{"g", {{"weights", {{"num_bits", 4}, {"type", "int"}}}}}}}}),
                   "config group 'g' does not quantize weights to 8-bit floats"));
   EXPECT_TRUE(has(config_error("gptq"), "quantization_config must be an object"));
+  // Read whole, not narrowed to int32 first (2^32 + 4 would pass as 4).
+  json wide = gptq;
+  wide["bits"] = 4294967300LL;
+  EXPECT_TRUE(has(config_error(wide), "bits 4294967300 is not supported")) << config_error(wide);
+  // Fields of the wrong type are errors, not nlohmann exceptions (fuzz_hf_config).
+  const auto ct = [](const json& weights) {
+    return json{{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
+                {"config_groups", {{"g", {{"weights", weights}}}}}};
+  };
+  EXPECT_TRUE(has(config_error(ct({{"num_bits", "8"}, {"type", "float"}})), "does not quantize weights to 8-bit"));
+  EXPECT_TRUE(has(config_error(ct({{"num_bits", 8}, {"type", 8}})), "\"type\" must be a string"));
+  EXPECT_TRUE(has(config_error(ct({{"num_bits", 8}, {"type", "float"}, {"strategy", {1}}})),
+                  "\"strategy\" must be a string"));
+  EXPECT_EQ(config_error(ct({{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}})), "(parsed)");
 }
 
 TEST(HfQuantized, SymmetricGptqRepacksToQ4_0Exactly) {

@@ -463,6 +463,18 @@ TEST(HfImport, RejectsBadTokenizerJson) {
        "is not a token id"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [5]}, "pre_tokenizer": {"type": "ByteLevel"}})",
        "merges[0]"},
+      // Found by fuzz_hf_tokenizer (fuzz/regressions/): a field of the wrong
+      // type made nlohmann's value() throw, and one id near the limit made a
+      // tiny file allocate gigabytes of placeholders.
+      {R"({"model": {"type": 5, "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}})",
+       "model type 5 is not supported"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": ["ByteLevel"]}})",
+       "pre_tokenizer step '' is not supported"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"},
+           "added_tokens": [{"id": 1, "content": "<s>", "special": "yes"}]})",
+       "\"special\" must be true or false"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 16777215}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}})",
+       "ids would have no token"},
   };
   for (const auto& [text, expect] : cases) {
     Folder f;

@@ -206,6 +206,16 @@ TEST(Jinja, LimitsStopRunawayTemplates) {
   EXPECT_FALSE(ok("{% set ns = namespace(v=0) %}{% for i in range(5000) %}{% set ns.v = [ns.v] %}{% endfor %}"
                   "{{ ns.v }}{{ ns.v | tojson }}{{ ns.v == ns.v }}")
                    .empty());
+  // A list holding one list twice, 200 times over, is small in memory but
+  // 2^200 items to walk (fuzz_jinja found it): printing, comparing and
+  // searching it stop after kMaxWalkItems items rather than never end.
+  const std::string doubled =
+      "{% set ns = namespace(a=[], b=[]) %}{% for i in range(200) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% set ns.b = [ns.b, ns.b] %}{% endfor %}";
+  EXPECT_EQ(ok(doubled + "{{ ns.a == ns.a }} {{ ns.a in [ns.a] }} {{ ns.a < ns.a }} {{ [ns.a] == [ns.b] }}"),
+            "True True False False");
+  EXPECT_NE(error_of(doubled + "{{ ns.a }}", small).find("output exceeds 1000 bytes"), std::string::npos);
+  EXPECT_NE(error_of(doubled + "{{ ns.a | tojson }}", small).find("output exceeds 1000 bytes"), std::string::npos);
 }
 
 // Random templates from fragments, and byte mutations of the real chat

@@ -133,11 +133,17 @@ void json_string(const std::string& s, std::string& out) {
 // Values can nest without bound (a namespace may even hold itself), so the
 // recursive printers stop at this depth and print "...".
 constexpr int kMaxPrintDepth = 64;
+// Lists and dicts are shared, so a value can hold the same list many times
+// over: `{% set l = [l, l] %}` twenty times is a few hundred bytes that a
+// walk visits as a million items. Every printer and comparison counts the
+// items it has visited and stops at this many (printing "...", or
+// answering "not equal" / "not comparable") instead of running for hours.
+constexpr size_t kMaxWalkItems = size_t{1} << 18;
 
-std::string repr_at(const Value& v, int depth);
+void repr_into(const Value& v, int depth, size_t& walked, std::string& out);
 
-void json_into(const Value& v, int indent, int level, std::string& out) {
-  if (level > kMaxPrintDepth) {
+void json_into(const Value& v, int indent, int level, std::string& out, size_t& walked) {
+  if (level > kMaxPrintDepth || ++walked > kMaxWalkItems) {
     out += "...";
     return;
   }
@@ -166,7 +172,7 @@ void json_into(const Value& v, int indent, int level, std::string& out) {
       for (size_t i = 0; i < l.size(); ++i) {
         if (i) out += indent >= 0 ? "," : ", ";
         if (indent >= 0) newline(level + 1);
-        json_into(l[i], indent, level + 1, out);
+        json_into(l[i], indent, level + 1, out, walked);
       }
       if (indent >= 0) newline(level);
       out += ']';
@@ -184,7 +190,7 @@ void json_into(const Value& v, int indent, int level, std::string& out) {
         if (indent >= 0) newline(level + 1);
         json_string(d.items[i].first, out);
         out += ": ";
-        json_into(d.items[i].second, indent, level + 1, out);
+        json_into(d.items[i].second, indent, level + 1, out, walked);
       }
       if (indent >= 0) newline(level);
       out += '}';
@@ -203,42 +209,54 @@ std::string Value::str() const {
   }
 }
 
-std::string Value::repr() const { return repr_at(*this, 0); }
+std::string Value::repr() const {
+  size_t walked = 0;
+  std::string out;
+  repr_into(*this, 0, walked, out);
+  return out;
+}
 
 namespace {
 
-std::string repr_at(const Value& v, int depth) {
-  if (depth > kMaxPrintDepth) return "...";
+// Appends to `out` rather than returning strings, so a deep value costs the
+// length of its text, not that times its depth.
+void repr_into(const Value& v, int depth, size_t& walked, std::string& out) {
+  if (depth > kMaxPrintDepth || ++walked > kMaxWalkItems) {
+    out += "...";
+    return;
+  }
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return v.as_bool() ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(v.as_int());
-    case Value::Kind::kFloat: return format_float(v.as_float());
-    case Value::Kind::kString: return repr_string(v.as_string());
+    case Value::Kind::kUndefined: return;
+    case Value::Kind::kNone: out += "None"; return;
+    case Value::Kind::kBool: out += v.as_bool() ? "True" : "False"; return;
+    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+    case Value::Kind::kFloat: out += format_float(v.as_float()); return;
+    case Value::Kind::kString: out += repr_string(v.as_string()); return;
     case Value::Kind::kList: {
-      std::string out = "[";
+      out += '[';
       for (size_t i = 0; i < v.list().size(); ++i) {
         if (i) out += ", ";
-        out += repr_at(v.list()[i], depth + 1);
+        repr_into(v.list()[i], depth + 1, walked, out);
       }
-      return out + "]";
+      out += ']';
+      return;
     }
     case Value::Kind::kDict: {
       const Dict& d = v.dict();
-      std::string out = d.is_namespace ? "<Namespace {" : "{";
+      out += d.is_namespace ? "<Namespace {" : "{";
       for (size_t i = 0; i < d.items.size(); ++i) {
         if (i) out += ", ";
-        out += repr_string(d.items[i].first) + ": " + repr_at(d.items[i].second, depth + 1);
+        out += repr_string(d.items[i].first) + ": ";
+        repr_into(d.items[i].second, depth + 1, walked, out);
       }
-      return out + (d.is_namespace ? "}>" : "}");
+      out += d.is_namespace ? "}>" : "}";
+      return;
     }
   }
-  return "";
 }
 
-bool equal_at(const Value& a, const Value& b, int depth);
-std::optional<int> compare_at(const Value& a, const Value& b, int depth);
+bool equal_at(const Value& a, const Value& b, int depth, size_t& walked);
+std::optional<int> compare_at(const Value& a, const Value& b, int depth, size_t& walked);
 
 }  // namespace
 
@@ -265,12 +283,15 @@ size_t Value::size_hint() const {
   }
 }
 
-bool equal(const Value& a, const Value& b) { return equal_at(a, b, 0); }
+bool equal(const Value& a, const Value& b) {
+  size_t walked = 0;
+  return equal_at(a, b, 0, walked);
+}
 
 namespace {
 
-bool equal_at(const Value& a, const Value& b, int depth) {
-  if (depth > kMaxPrintDepth) return false;
+bool equal_at(const Value& a, const Value& b, int depth, size_t& walked) {
+  if (depth > kMaxPrintDepth || ++walked > kMaxWalkItems) return false;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
@@ -282,17 +303,19 @@ bool equal_at(const Value& a, const Value& b, int depth) {
     case Value::Kind::kString: return a.as_string() == b.as_string();
     case Value::Kind::kList: {
       const List &x = a.list(), &y = b.list();
+      if (&x == &y) return true;  // the same list
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i)
-        if (!equal_at(x[i], y[i], depth + 1)) return false;
+        if (!equal_at(x[i], y[i], depth + 1, walked)) return false;
       return true;
     }
     case Value::Kind::kDict: {
       const Dict &x = a.dict(), &y = b.dict();
+      if (&x == &y) return true;  // the same dict
       if (x.items.size() != y.items.size()) return false;
       for (const auto& [k, v] : x.items) {
         const Value* w = y.find(k);
-        if (!w || !equal_at(v, *w, depth + 1)) return false;
+        if (!w || !equal_at(v, *w, depth + 1, walked)) return false;
       }
       return true;
     }
@@ -302,7 +325,10 @@ bool equal_at(const Value& a, const Value& b, int depth) {
 
 }  // namespace
 
-std::optional<int> compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
+std::optional<int> compare(const Value& a, const Value& b) {
+  size_t walked = 0;
+  return compare_at(a, b, 0, walked);
+}
 
 bool reaches(const Value& from, const Value& target, size_t& visited) {
   if (!target.is_dict()) return false;
@@ -329,8 +355,8 @@ bool reaches(const Value& from, const Value& target, size_t& visited) {
 
 namespace {
 
-std::optional<int> compare_at(const Value& a, const Value& b, int depth) {
-  if (depth > kMaxPrintDepth) return std::nullopt;
+std::optional<int> compare_at(const Value& a, const Value& b, int depth, size_t& walked) {
+  if (depth > kMaxPrintDepth || ++walked > kMaxWalkItems) return std::nullopt;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) {
       const double x = a.as_float(), y = b.as_float();
@@ -345,9 +371,11 @@ std::optional<int> compare_at(const Value& a, const Value& b, int depth) {
   }
   if (a.is_list() && b.is_list()) {
     const List &x = a.list(), &y = b.list();
+    if (&x == &y) return 0;  // the same list
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (equal(x[i], y[i])) continue;
-      return compare_at(x[i], y[i], depth + 1);
+      if (equal_at(x[i], y[i], depth + 1, walked)) continue;
+      if (walked > kMaxWalkItems) return std::nullopt;
+      return compare_at(x[i], y[i], depth + 1, walked);
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
@@ -358,7 +386,8 @@ std::optional<int> compare_at(const Value& a, const Value& b, int depth) {
 
 std::string to_json(const Value& v, int indent) {
   std::string out;
-  json_into(v, indent, 0, out);
+  size_t walked = 0;
+  json_into(v, indent, 0, out, walked);
   return out;
 }
 
