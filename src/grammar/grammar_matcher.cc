@@ -31,9 +31,13 @@ uint32_t FrameArena::push_scratch(uint32_t pos, uint32_t parent) {
 }
 
 namespace {
-// Bounds one expansion of a pathological (hugely ambiguous) grammar; what
-// lies past it is not offered, so the grammar is narrowed, never widened.
-constexpr size_t kMaxRuleEntries = 1 << 16;
+// Bounds on one step's work. Nested repetitions (("-"+)+)+... are ambiguous:
+// the ways to split a run of "-" among the levels multiply, and the stack
+// set with them. Past these bounds what lies beyond is not offered (the
+// grammar is narrowed, never widened; with nothing left the sequence ends as
+// when no token can continue) instead of the step running for minutes.
+constexpr size_t kMaxRuleEntries = 1 << 12;
+constexpr size_t kMaxStacks = 1 << 12;
 }  // namespace
 
 void StackStepper::expand(uint32_t pos, uint32_t frame, bool scratch, GrammarState& out) {
@@ -89,6 +93,10 @@ void StackStepper::advance(const GrammarState& in, uint8_t byte, bool scratch, G
       out.push_back(make_stack(p + 1, stack_frame(s)));
     else
       expand(p + 1, stack_frame(s), scratch, out);
+    if (out.size() > kMaxStacks) {
+      out.clear();
+      return;
+    }
   }
   if (out.size() > 1) {
     std::sort(out.begin(), out.end());
