@@ -13,6 +13,7 @@
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
 #include "model/model.h"
+#include "prompt_logits.h"
 #include "test_util.h"
 
 namespace duet {
@@ -43,22 +44,7 @@ std::vector<int32_t> prompt() {
 
 // Logits of every position: the prompt in one batch, or a token at a time.
 std::vector<float> run(Model& m, bool one_batch, KvType kv_type = KvType::F32) {
-  const std::vector<int32_t> p = prompt();
-  ThreadPool pool(2);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(p.size())), kv_type);
-  BlockTable table;
-  EXPECT_TRUE(table.reserve(cache.pool(), static_cast<int32_t>(p.size())));
-  const size_t vocab = static_cast<size_t>(m.config().n_vocab);
-  std::vector<float> logits(p.size() * vocab);
-  const size_t step = one_batch ? p.size() : 1;
-  for (size_t i0 = 0; i0 < p.size(); i0 += step) {
-    Batch b;
-    const int32_t s = b.add_sequence(&table);
-    for (size_t i = i0; i < i0 + step; ++i) b.add(p[i], static_cast<int32_t>(i), s, true);
-    const Status st = m.forward(b, cache, pool, logits.data() + i0 * vocab);
-    EXPECT_TRUE(st.ok()) << st.error().message;
-  }
-  return logits;
+  return testing::prompt_logits(m, prompt(), one_batch, kv_type);
 }
 
 // Largest |a - b| relative to the largest |a|.

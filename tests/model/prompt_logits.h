@@ -11,9 +11,10 @@
 
 namespace duet::testing {
 
-inline std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& prompt, bool one_batch) {
+inline std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& prompt, bool one_batch,
+                                        KvType kv_type = KvType::F32) {
   ThreadPool pool(2);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(prompt.size())));
+  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(prompt.size())), kv_type);
   BlockTable table;
   EXPECT_TRUE(table.reserve(cache.pool(), static_cast<int32_t>(prompt.size())));
   const size_t vocab = static_cast<size_t>(m.config().n_vocab);
@@ -23,7 +24,8 @@ inline std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& pr
     Batch b;
     const int32_t s = b.add_sequence(&table);
     for (size_t i = i0; i < i0 + step; ++i) b.add(prompt[i], static_cast<int32_t>(i), s, true);
-    EXPECT_TRUE(m.forward(b, cache, pool, logits.data() + i0 * vocab).ok());
+    const Status st = m.forward(b, cache, pool, logits.data() + i0 * vocab);
+    EXPECT_TRUE(st.ok()) << st.error().message;
   }
   return logits;
 }
