@@ -148,8 +148,8 @@ void matmul_packed(const PackedSet& set, const float* x, int64_t m, void* scratc
 // the kernel's form (xs[i], block stride x_bytes[i]).
 struct GroupedSet {
   std::span<const MatmulItem> items;
-  std::vector<const uint8_t*> xs;
-  std::vector<size_t> x_bytes;
+  std::vector<const uint8_t*>& xs;
+  std::vector<size_t>& x_bytes;
   const PackedKernels* pk;
   int64_t rows_per_tile;
 
@@ -186,7 +186,12 @@ void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool
     return;
   }
   const int64_t k = w0.ne[0];
-  GroupedSet set{items, {}, {}, pk, 0};
+  // Kept per thread between calls: a decode step makes two per MoE layer.
+  thread_local std::vector<const uint8_t*> xs;
+  thread_local std::vector<size_t> x_bytes;
+  xs.clear();
+  x_bytes.clear();
+  GroupedSet set{items, xs, x_bytes, pk, 0};
   auto* out = static_cast<uint8_t*>(scratch);
   int64_t max_m = 0, n_rows = 0;
   for (size_t i = 0; i < items.size(); ++i) {

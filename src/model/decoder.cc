@@ -829,33 +829,42 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   route_tokens(ws_.router_logits.data(), n, c.n_experts, c.n_experts_used, c.expert_weights_norm, ws_.routes);
   const ExpertRoutes& r = ws_.routes;
   const auto n_routed = static_cast<int32_t>(r.rows.size());
-  for_rows(pool, n_routed, dim, [&](int32_t i) {
-    std::copy_n(&ws_.xn[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim], dim, &ws_.moe_x[i * dim]);
-  });
+  // An expert that every row routes to reads the batch itself (all of a
+  // decode step's experts do): no gathered copy, and matmul_grouped then
+  // quantizes those rows once for all such experts.
+  if (n > 1)
+    for_rows(pool, n_routed, dim, [&](int32_t i) {
+      std::copy_n(&ws_.xn[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim], dim, &ws_.moe_x[i * dim]);
+    });
   // Per active expert, its rows' slices of the routed buffers: gate and up
   // (side by side, so the rows they share are quantized once) in one
-  // grouped matmul, then down in another.
+  // grouped matmul, then down in another. x_of(e): expert e's input rows.
   std::vector<MatmulItem>& items = ws_.moe_items;
-  const auto add_items = [&](std::initializer_list<std::pair<const ExpertMatrices*, float*>> outs, const float* x,
-                             size_t x_width, size_t y_width) {
+  const auto add_items = [&](std::initializer_list<std::pair<const ExpertMatrices*, float*>> outs, auto x_of,
+                             size_t y_width) {
     items.clear();
     for (int32_t e = 0; e < c.n_experts; ++e) {
       const auto ue = static_cast<size_t>(e), at = static_cast<size_t>(r.offset[ue]);
       if (r.count(e) == 0) continue;
       for (const auto& [mats, y] : outs) {
-        if (observer_) observer_->observe(*mats->experts[ue], x + at * x_width, r.count(e));
-        items.push_back({mats->experts[ue], x + at * x_width, r.count(e), y + at * y_width});
+        if (observer_) observer_->observe(*mats->experts[ue], x_of(e), r.count(e));
+        items.push_back({mats->experts[ue], x_of(e), r.count(e), y + at * y_width});
       }
     }
   };
-  add_items({{&w.exp_gate, ws_.gate.data()}, {&w.exp_up, ws_.up.data()}}, ws_.moe_x.data(), dim, ffn);
+  const auto routed_x = [&](int32_t e) {
+    return r.count(e) < n ? &ws_.moe_x[static_cast<size_t>(r.offset[static_cast<size_t>(e)]) * dim] : ws_.xn.data();
+  };
+  add_items({{&w.exp_gate, ws_.gate.data()}, {&w.exp_up, ws_.up.data()}}, routed_x, ffn);
   matmul_grouped(items, ws_.scratch.data(), pool);
   glu_rows(ws_.gate.data(), ws_.up.data(), n_routed, ffn, pool);
-  add_items({{&w.exp_down, ws_.moe_y.data()}}, ws_.gate.data(), ffn, dim);
+  const auto gated_x = [&](int32_t e) { return &ws_.gate[static_cast<size_t>(r.offset[static_cast<size_t>(e)]) * ffn]; };
+  add_items({{&w.exp_down, ws_.moe_y.data()}}, gated_x, dim);
   matmul_grouped(items, ws_.scratch.data(), pool);
   for (int32_t e = 0; e < c.n_experts; ++e)
-    expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + static_cast<size_t>(e)].fetch_add(
-        static_cast<uint64_t>(r.count(e)), std::memory_order_relaxed);
+    if (r.count(e) > 0)
+      expert_tokens_[static_cast<size_t>(layer) * static_cast<size_t>(c.n_experts) + static_cast<size_t>(e)].fetch_add(
+          static_cast<uint64_t>(r.count(e)), std::memory_order_relaxed);
   const auto k = static_cast<size_t>(c.n_experts_used);
   for_rows(pool, n, dim * k, [&](int32_t i) {  // each row sums its experts' outputs in expert order
     float* out = &ws_.proj[i * dim];
