@@ -1,7 +1,9 @@
 // duet bench: prefill (pp) and decode (tg) measured separately over several
 // repetitions, like llama-bench, with each phase's figure set beside what it
 // moves (weight bytes per decode step) and computes (FLOPs per token).
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -155,6 +157,7 @@ int run(const BenchOptions& o) {
   for (int32_t n_threads : *threads) {
     std::vector<Roofline> roofs;
     std::vector<RooflinePoint> points;
+    std::vector<std::string> point_models;  // named on the picture only when they differ
     int32_t pool_threads = n_threads;
     for (const std::string& path : o.models) {
       auto loaded = Model::load(path, load_mode(o.no_mmap));
@@ -210,8 +213,8 @@ int run(const BenchOptions& o) {
         // prefill moves them once for the batch.
         const double flops = m.matmul_flops_per_token();
         const double intensity = p.decode ? flops / bytes_per_tok : flops * p.n / bytes_per_tok;
-        points.push_back({p.test + " " + type_label + (o.models.size() > 1 ? " " + m.config().name : ""), intensity,
-                          s.mean * flops / 1e9});
+        points.push_back({p.test + " " + std::string(dtype_name(wtype)), intensity, s.mean * flops / 1e9});
+        point_models.push_back(m.config().name);
         if (!o.json) {
           std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.1f %s |", m.config().name.c_str(),
                       type_label.c_str(), pool.size(), p.test.c_str(), s.mean,
@@ -224,6 +227,8 @@ int run(const BenchOptions& o) {
         }
       }
     }
+    if (std::adjacent_find(point_models.begin(), point_models.end(), std::not_equal_to<>()) != point_models.end())
+      for (size_t i = 0; i < points.size(); ++i) points[i].name += " " + point_models[i];
     if (!roofs.empty())
       charts.push_back(roofline_chart("roofline, " + std::to_string(pool_threads) + " threads", mean_roofline(roofs),
                                       points));

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "formats/gguf.h"
 #include "formats/hf_import.h"
 #include "formats/llama2c.h"
@@ -77,8 +78,8 @@ Status convert_hf(const ConvertArgs& a) {
     dtype = t;
   }
   DUET_ASSIGN(const std::shared_ptr<HfCheckpoint> ck, HfCheckpoint::open(a.model));
-  DUET_ASSIGN(const GgufWriter w, hf_to_gguf(*ck, dtype));
-  DUET_TRY(w.write(a.output));
+  DUET_ASSIGN(const GgufWriter w, hf_to_gguf(*ck, dtype, progress_bar_fn("convert", "tensors")));
+  DUET_TRY(w.write(a.output, progress_bar_fn("write", "MiB", 1.0 / (1 << 20))));
   const HfQuantization& q = ck->config().quant;
   // A quantized folder's layers are repacked, not kept as stored; say which way.
   const std::string repacked = q.name + " layers repacked to Q4_0/Q4_1/Q8_0";
@@ -115,7 +116,7 @@ Status convert(const ConvertArgs& a) {
   }
   DUET_ASSIGN(const Llama2cCheckpoint ck, read_llama2c_checkpoint(a.model));
   DUET_ASSIGN(const GgufWriter w, llama2c_gguf(ck, vocab, a.name.empty() ? stem(a.model) : a.name));
-  DUET_TRY(w.write(a.output));
+  DUET_TRY(w.write(a.output, progress_bar_fn("write", "MiB", 1.0 / (1 << 20))));
   print_written(a.output, ck.config, "llama2.c", "F32");
   return {};
 }

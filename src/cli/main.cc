@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/hub.h"
 
 namespace duet::cli {
 namespace {
@@ -30,6 +31,24 @@ int fail(const Error& e) {
   return 1;
 }
 
+namespace {
+
+// -hf OWNER/NAME[:QUANT] (or --hf-repo) on any command becomes -m PATH once
+// the model is in the cache, so every command that takes -m takes a name.
+Result<std::vector<std::string>> resolve_hub_models(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] != "-hf" && args[i] != "--hf-repo") continue;
+    if (i + 1 >= args.size()) return err(args[i], " needs OWNER/NAME[:QUANT]");
+    DUET_ASSIGN(const ModelRef ref, parse_model_ref(args[i + 1]));
+    DUET_ASSIGN(std::string path, pull_model(hub_config_from_env(), ref));
+    args[i] = "-m";
+    args[i + 1] = std::move(path);
+  }
+  return args;
+}
+
+}  // namespace
 }  // namespace duet::cli
 
 int main(int argc, char** argv) {
@@ -41,8 +60,12 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, reg.help);
     runners.emplace_back(sub, reg.setup(*sub));
   }
+  auto args = resolve_hub_models(argc, argv);
+  if (!args) return fail(args.error());
+  std::vector<char*> argp;
+  for (std::string& a : *args) argp.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(argp.size()), argp.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 namespace duet::cli {
 
@@ -53,6 +54,14 @@ void ProgressBar::finish() {
   if (!tty_) return;
   draw();
   std::fputc('\n', stderr);
+}
+
+ProgressFn progress_bar_fn(std::string label, std::string unit, double scale) {
+  auto bar = std::make_shared<std::unique_ptr<ProgressBar>>();
+  return [bar, label = std::move(label), unit = std::move(unit), scale](uint64_t done, uint64_t total) {
+    if (!*bar) *bar = std::make_unique<ProgressBar>(label, static_cast<double>(total) * scale, unit);
+    (*bar)->update(static_cast<double>(done) * scale);
+  };
 }
 
 }  // namespace duet::cli

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <string>
 
+#include "core/progress_fn.h"
+
 namespace duet::cli {
 
 // One line of the bar, without the leading carriage return: "label
@@ -34,5 +36,10 @@ class ProgressBar {
   Clock::time_point start_ = Clock::now(), last_draw_{};
   void draw();
 };
+
+// A ProgressFn that draws a bar the first time it is called (the total is
+// known then), counting `scale` units per reported one (1.0 / (1 << 20) to
+// show bytes as MiB); the bar ends when the last copy of the function goes.
+ProgressFn progress_bar_fn(std::string label, std::string unit, double scale = 1);
 
 }  // namespace duet::cli

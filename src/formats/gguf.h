@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/progress_fn.h"
 #include "core/tensor.h"
 
 namespace duet {
@@ -133,13 +134,14 @@ class GgufWriter {
   // Writes the file to a temporary name beside `path` and renames it into
   // place once complete, so `path` is never a half-written model (an
   // interrupted convert or quantize leaves at most the temporary behind).
-  Status write(const std::string& path) const;
+  // `progress` (may be empty) hears the tensor bytes written.
+  Status write(const std::string& path, const ProgressFn& progress = {}) const;
   // Metadata set so far, in insertion order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
 
  private:
   Status write_body(const std::string& tmp, const std::string& path, const std::vector<uint8_t>& header,
-                    uint64_t alignment) const;
+                    uint64_t alignment, const ProgressFn& progress) const;
 
   struct Tensor {
     std::string name;

@@ -123,7 +123,7 @@ Status GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<
   return {};
 }
 
-Status GgufWriter::write(const std::string& path) const {
+Status GgufWriter::write(const std::string& path, const ProgressFn& progress) const {
   uint64_t alignment = kDefaultAlignment;
   Encoder header;
   header.pod<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32
@@ -157,14 +157,14 @@ Status GgufWriter::write(const std::string& path) const {
   }
 
   const std::string tmp = path + ".partial." + std::to_string(::getpid());
-  Status st = write_body(tmp, path, header.bytes(), alignment);
+  Status st = write_body(tmp, path, header.bytes(), alignment, progress);
   if (st && std::rename(tmp.c_str(), path.c_str()) != 0) st = err(path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
   if (!st) std::remove(tmp.c_str());
   return st;
 }
 
 Status GgufWriter::write_body(const std::string& tmp, const std::string& path, const std::vector<uint8_t>& header,
-                              uint64_t alignment) const {
+                              uint64_t alignment, const ProgressFn& progress) const {
   std::unique_ptr<FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
   if (!f) return err(path, ": cannot create: ", std::strerror(errno));
   const std::vector<uint8_t> zeros(alignment, 0);
@@ -174,10 +174,14 @@ Status GgufWriter::write_body(const std::string& tmp, const std::string& path, c
     return put(zeros.data(), pad);
   };
 
+  uint64_t total = 0, done = 0;
+  for (const Tensor& t : tensors_) total += t.data.size();
   bool ok = put(header.data(), header.size()) && pad_to(header.size());
   for (const Tensor& t : tensors_) {
     if (!ok) break;
     ok = put(t.data.data(), t.data.size()) && pad_to(t.data.size());
+    done += t.data.size();
+    if (progress) progress(done, total);
   }
   if (!ok) return err(path, ": write failed: ", std::strerror(errno));
   if (std::fclose(f.release()) != 0) return err(path, ": close failed: ", std::strerror(errno));

@@ -361,7 +361,7 @@ Result<TensorView> HfCheckpoint::quantized_tensor(const Plan& p, std::optional<D
   return v;
 }
 
-Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype) {
+Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype, const ProgressFn& progress) {
   GgufWriter w;
   for (const auto& [key, value] : ck.metadata()) w.set(key, value);
   if (dtype) {
@@ -370,6 +370,7 @@ Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype
   }
   std::vector<uint8_t> buffer, stack;
   for (size_t i = 0; i < ck.n_tensors(); ++i) {
+    if (progress) progress(i, ck.n_tensors());
     DUET_ASSIGN(const TensorView t, ck.tensor(i, dtype, buffer));
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     const auto [stacked, expert] = ck.expert_of(i);
@@ -386,6 +387,7 @@ Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype
       DUET_TRY(w.add_tensor(stacked, t.dtype, std::move(ne), stack.data(), stack.size()));
     }
   }
+  if (progress) progress(ck.n_tensors(), ck.n_tensors());
   return w;
 }
 

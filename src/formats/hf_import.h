@@ -81,7 +81,8 @@ class HfCheckpoint {
 };
 
 // The GGUF file `duet convert --from hf` writes.
-Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype);
+// `progress` (may be empty) hears the tensors converted.
+Result<GgufWriter> hf_to_gguf(const HfCheckpoint& ck, std::optional<DType> dtype, const ProgressFn& progress = {});
 
 // The checkpoint as an in-memory GgufFile for Model::load: tensors that need
 // no change are views of the mapping; the permuted Q/K matrices (llama and

@@ -25,7 +25,7 @@ Result<std::vector<uint8_t>> convert_tensor(const TensorView& t, DType to, const
     return out;
   }
   std::mutex mu;
-  Error first{""};
+  Error first;
   std::atomic<bool> failed{false};
   pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(k));  // [k]
