@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) in build-fuzz/ and
+# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) in build-asan/ and
 # runs each for SECONDS on a corpus seeded from fuzz/seeds/, cut-down files of
 # ../shared/ and every committed regression input. Exits nonzero on any
 # crash, leak, out-of-memory or hang, after copying the input that caused it
@@ -10,6 +10,7 @@
 # Environment: FUZZ_RUNS=N runs N inputs per target instead of a time limit;
 # FUZZ_CORPUS=DIR keeps the corpora in DIR/<target> (default: a temporary
 # directory, removed); FUZZ_JOBS=N builds with N jobs (default: nproc);
+# FUZZ_NO_BUILD=1 skips the build;
 # DUET_SHARED_DIR (default ../shared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,18 +21,11 @@ all_targets=(fuzz_gguf fuzz_safetensors fuzz_hf_config fuzz_hf_tokenizer fuzz_sp
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 shared=${DUET_SHARED_DIR:-../shared}
-build=build-fuzz
+build=build-asan
 
-if ! command -v clang++ >/dev/null 2>&1; then
-  echo "fuzz.sh: clang++ not found (scripts/setup.sh installs Debian's clang)" >&2
-  exit 1
-fi
-launcher=()
-command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -G Ninja -DDUET_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
-  "${launcher[@]}" >/dev/null
-cmake --build "$build" -j"${FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}"
+# FUZZ_NO_BUILD=1: the targets are already built (scripts/test.sh builds the
+# whole sanitized tree first).
+[ -n "${FUZZ_NO_BUILD:-}" ] || BUILD_JOBS=${FUZZ_JOBS:-} scripts/asan_build.sh "${targets[@]}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev pkg-config
+packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev pkg-config
           python3-torch python3-numpy python3-sentencepiece python3-jinja2
-          clang libclang-rt-dev)  # clang: libFuzzer for scripts/fuzz.sh
+          clang libclang-rt-dev)  # clang: the sanitized build and libFuzzer (scripts/asan_build.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

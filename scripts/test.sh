@@ -1,33 +1,41 @@
 #!/usr/bin/env bash
-# Builds duet (Release) and runs every test; then builds the unit and
-# bad-input tests with ASan+UBSan and runs them again under the sanitizers.
+# Builds duet (Release) and runs every test; then runs the unit and
+# bad-input tests again under ASan + UBSan (clang, build-asan/) and the fuzz
+# smoke (scripts/fuzz.sh, 20 s per target) from the same sanitized tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 
-# The fuzz smoke (scripts/fuzz.sh: its own clang build in build-fuzz/, then
-# 20 s per target on one core) runs beside the Release tests and the
-# sanitizer build below, which leave cores idle part of the time; it has its
-# own process group so that a failure here stops it too.
-mkdir -p build-fuzz
-setsid -w scripts/fuzz.sh 20 >build-fuzz/fuzz.log 2>&1 &
-fuzz_pid=$!
-trap 'kill -- -"$fuzz_pid" 2>/dev/null || true' EXIT
+# The sanitized tree compiles at low priority while the Release tests run:
+# they wait on subprocesses and servers much of the time and leave cores
+# idle. Each background job has its own process group so that a failure
+# here stops it too.
+pids=()
+trap 'for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
+mkdir -p build-asan
+setsid -w nice -n 10 scripts/asan_build.sh >build-asan/build.log 2>&1 &
+asan_build=$!
+pids+=("$asan_build")
 
 ctest --test-dir build -j"$jobs" --output-on-failure
 
-# -O1: the sanitized build compiles in half the time of -O3 (11 vs 21 min on
-# 2 cores, tests included) and still runs the suite in about 80 s.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-  -DDUET_SANITIZE=ON -DDUET_BENCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
+if ! wait "$asan_build"; then
+  tail -60 build-asan/build.log
+  echo "test.sh: the sanitized build failed (build-asan/build.log)" >&2
+  exit 1
+fi
+
+mkdir -p build-asan/fuzz
+FUZZ_NO_BUILD=1 setsid -w scripts/fuzz.sh 20 >build-asan/fuzz/fuzz.log 2>&1 &
+fuzz=$!
+pids+=("$fuzz")
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L unit -j"$jobs" --output-on-failure
 
-if ! wait "$fuzz_pid"; then
-  tail -80 build-fuzz/fuzz.log
-  echo "test.sh: the fuzz smoke failed (build-fuzz/fuzz.log)" >&2
+if ! wait "$fuzz"; then
+  tail -80 build-asan/fuzz/fuzz.log
+  echo "test.sh: the fuzz smoke failed (build-asan/fuzz/fuzz.log)" >&2
   exit 1
 fi
-tail -9 build-fuzz/fuzz.log
+tail -9 build-asan/fuzz/fuzz.log
