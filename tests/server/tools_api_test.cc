@@ -248,6 +248,38 @@ TEST_F(ToolsApi, AutoChoiceFindsCallsInTheOutput) {
   EXPECT_GT(with, without + 100);
 }
 
+// Templates that write calls the Mistral and the Llama 3.x way (their
+// markers tell the format) get forced calls in that shape: the parser of
+// each format finds only calls written in it, so a wrong shape would come
+// back as content.
+TEST_F(ToolsApi, MistralAndLlama3FormatsFollowTheTemplate) {
+  const std::string turns = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
+  const std::vector<std::string> templates = {
+      turns + "{% if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+              "{# calls come back as [TOOL_CALLS][...] #}assistant: ",
+      turns + "{% if tools %}<|start_header_id|>{{ tools | tojson }} Reply with {\"name\": function name, "
+              "\"parameters\": arguments}{% endif %}assistant: ",
+  };
+  for (const std::string& tmpl : templates) {
+    TestServer s(options(tmpl));
+    ASSERT_TRUE(s.ok());
+    for (uint64_t seed : {5, 6}) {
+      json body = ask({kTime, kWeather}, "required", seed);
+      body["max_tokens"] = 1000;  // room for kMaxParallelCalls calls
+      int status = 0;
+      const json r = post(s, body, &status);
+      ASSERT_EQ(status, 200) << r.dump();
+      const json& msg = r["choices"][0]["message"];
+      ASSERT_TRUE(msg.contains("tool_calls")) << tmpl << "\n" << r.dump();
+      for (const json& c : msg["tool_calls"]) expect_valid_call(c);
+      EXPECT_TRUE(msg["content"].is_null()) << r.dump();
+      EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+      std::string finish;
+      expect_same_message(msg, accumulate(stream(s, body), &finish));
+    }
+  }
+}
+
 json round_trip_body() {
   return {{"messages",
            {{{"role", "user"}, {"content", "Weather in Paris?"}},
