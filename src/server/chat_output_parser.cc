@@ -247,8 +247,14 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
 }
 
 bool ChatOutputParser::step_tool_block(std::vector<ChatDelta>& out) {
-  const size_t close = pending_.find(kHermesClose);
-  if (close == std::string::npos) return false;
+  // Searched from where the last search could not have missed a match, so
+  // a long call costs linear time, not a rescan per token.
+  const size_t close = pending_.find(kHermesClose, searched_);
+  if (close == std::string::npos) {
+    searched_ = pending_.size() >= kHermesClose.size() ? pending_.size() - kHermesClose.size() + 1 : 0;
+    return false;
+  }
+  searched_ = 0;
   const std::string body = pending_.substr(0, close);
   ToolCall call;
   const bool ok = parse_hermes_call(body, call);

@@ -78,6 +78,7 @@ class ChatOutputParser {
   // The text that opened the current call (whitespace before it and its
   // marker), given back as content if the call is malformed.
   std::string tail_open_;
+  size_t searched_ = 0;  // kToolBlock: pending_ before this holds no closing marker
   ParsedMessage message_;
 };
 
