@@ -2,7 +2,8 @@
 // that splits it into content, reasoning and tool calls. The first byte
 // picks the format (tool-call style, <think> markers, a reasoning block
 // opened by the prompt, tools offered or not) and the second the sizes of
-// the pieces the text is fed in. Beyond not crashing, it checks what the
+// the pieces the text is fed in (bit 5 of the first: calls forced by a
+// grammar, streamed as written). Beyond not crashing, it checks what the
 // server relies on: fed whole or in pieces, the result is the same, and
 // with nothing to look for the text comes back as content unchanged.
 #include <cstddef>
@@ -22,15 +23,19 @@ using duet::server::ParsedMessage;
 
 // The message rebuilt from the deltas; traps when it differs from the
 // parser's own accumulation.
-ParsedMessage run(const ChatFormat& f, bool tools, std::string_view text, unsigned step_seed) {
+ParsedMessage run(const ChatFormat& f, bool tools, bool forced, std::string_view text, unsigned step_seed) {
   int n = 0;
-  ChatOutputParser p(f, tools, [&n] { return std::to_string(n++); });
+  ChatOutputParser p(f, tools, [&n] { return std::to_string(n++); }, forced);
   ParsedMessage m;
   const auto take = [&](const std::vector<ChatDelta>& ds) {
     for (const ChatDelta& d : ds) {
       if (d.kind == ChatDelta::kContent) m.content += d.text;
       if (d.kind == ChatDelta::kReasoning) m.reasoning += d.text;
       if (d.kind == ChatDelta::kToolCall) m.tool_calls.push_back(d.call);
+      if (d.kind == ChatDelta::kToolCallArguments) {
+        if (m.tool_calls.size() != static_cast<size_t>(d.index) + 1) __builtin_trap();
+        m.tool_calls.back().arguments += d.text;
+      }
     }
   };
   size_t at = 0;
@@ -56,10 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.tools = static_cast<duet::server::ToolCallStyle>(mode % 3);
   if (mode & 4) f.think_open = "<think>", f.think_close = "</think>";
   f.starts_in_reasoning = (mode & 8) != 0;
-  const bool tools = (mode & 16) != 0;
+  const bool tools = (mode & 16) != 0, forced = (mode & 32) != 0;
 
-  const ParsedMessage whole = run(f, tools, text, 0);
-  const ParsedMessage pieces = run(f, tools, text, steps);
+  const ParsedMessage whole = run(f, tools, forced, text, 0);
+  const ParsedMessage pieces = run(f, tools, forced, text, steps);
   if (whole.content != pieces.content || whole.reasoning != pieces.reasoning ||
       whole.tool_calls.size() != pieces.tool_calls.size())
     __builtin_trap();

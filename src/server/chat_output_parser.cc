@@ -119,8 +119,9 @@ bool parse_json_calls(std::string_view text, std::vector<ToolCall>& out) {
   return !out.empty();
 }
 
-ChatOutputParser::ChatOutputParser(ChatFormat format, bool parse_tools, std::function<std::string()> new_id)
-    : format_(std::move(format)), parse_tools_(parse_tools), new_id_(std::move(new_id)) {
+ChatOutputParser::ChatOutputParser(ChatFormat format, bool parse_tools, std::function<std::string()> new_id,
+                                   bool forced)
+    : format_(std::move(format)), parse_tools_(parse_tools), forced_(parse_tools && forced), new_id_(std::move(new_id)) {
   if (format_.starts_in_reasoning && !format_.think_close.empty()) mode_ = Mode::kReasoning;
 }
 
@@ -173,6 +174,7 @@ bool ChatOutputParser::step(std::vector<ChatDelta>& out) {
     case Mode::kContent: return step_content(out);
     case Mode::kToolBlock: return step_tool_block(out);
     case Mode::kToolTail: return false;  // the rest of the output is the calls
+    case Mode::kForcedCalls: step_forced(out); return false;
   }
   return false;
 }
@@ -193,8 +195,8 @@ bool ChatOutputParser::step_start(std::vector<ChatDelta>& out) {
   if (parse_tools_ && format_.tools == ToolCallStyle::kLlama3 && rest[0] == '{') {
     tail_open_ = pending_.substr(0, skipped);
     pending_.erase(0, skipped);
-    mode_ = Mode::kToolTail;
-    return false;
+    mode_ = forced_ ? Mode::kForcedCalls : Mode::kToolTail;
+    return true;
   }
   // Whitespace after a reasoning block only separates it from the reply.
   if (mode_ == Mode::kAfterReasoning) pending_.erase(0, skipped);
@@ -233,7 +235,7 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
     // Kept for a call that turns out malformed: then it is content again.
     tail_open_ = std::string(before.substr(text_end)) + std::string(marker);
     pending_.erase(0, at + marker.size());
-    mode_ = marker == kHermesOpen ? Mode::kToolBlock : Mode::kToolTail;
+    mode_ = forced_ ? Mode::kForcedCalls : marker == kHermesOpen ? Mode::kToolBlock : Mode::kToolTail;
     return true;
   }
   size_t keep = 0;
@@ -264,6 +266,32 @@ bool ChatOutputParser::step_tool_block(std::vector<ChatDelta>& out) {
   return true;
 }
 
+void ChatOutputParser::step_forced(std::vector<ChatDelta>& out) {
+  std::vector<ForcedCallStream::Event> events;
+  forced_calls_.feed(pending_, events);
+  pending_.clear();
+  take_forced(events, out);
+}
+
+void ChatOutputParser::take_forced(std::vector<ForcedCallStream::Event>& events, std::vector<ChatDelta>& out) {
+  for (ForcedCallStream::Event& e : events) {
+    if (e.kind == ForcedCallStream::Event::kWhole) {
+      ToolCall call;
+      const bool ok = parse_hermes_call(e.text, call);
+      emit_calls_or_content(ok, {call}, e.text, out);
+    } else if (e.kind == ForcedCallStream::Event::kHead) {
+      emit_calls_or_content(true, {ToolCall{"", std::move(e.text), ""}}, "", out);
+    } else if (!message_.tool_calls.empty()) {
+      message_.tool_calls.back().arguments += e.text;
+      ChatDelta d;
+      d.kind = ChatDelta::kToolCallArguments;
+      d.index = static_cast<int>(message_.tool_calls.size()) - 1;
+      d.text = std::move(e.text);
+      out.push_back(std::move(d));
+    }
+  }
+}
+
 std::vector<ChatDelta> ChatOutputParser::finish() {
   std::vector<ChatDelta> out;
   const std::string rest = std::move(pending_);
@@ -285,6 +313,10 @@ std::vector<ChatDelta> ChatOutputParser::finish() {
       emit_calls_or_content(ok, std::move(calls), tail_open_ + rest, out);
       break;
     }
+    case Mode::kForcedCalls:
+      // A call cut before its arguments began is no call.
+      emit_text(ChatDelta::kContent, forced_calls_.finish(), out);
+      break;
     case Mode::kAfterReasoning:
       emit_text(ChatDelta::kContent, std::string(trim(rest).empty() ? std::string_view() : rest), out);
       break;

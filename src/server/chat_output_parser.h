@@ -5,10 +5,12 @@
 // (message()), so the two cannot disagree.
 //
 // Text that may be the start of a marker ("<tool_c") is held back until the
-// next text decides it. A tool call is reported once it is complete (its
-// closing marker, or the end of the output): a call whose JSON does not
-// parse, or lacks a name or an object of arguments, comes back as plain
-// content, exactly as the model wrote it.
+// next text decides it. A tool call the model chose to make is reported
+// once it is complete (its closing marker, or the end of the output): a
+// call whose JSON does not parse, or lacks a name or an object of
+// arguments, comes back as plain content, exactly as the model wrote it.
+// Calls a grammar forces cannot be malformed, so they stream as written:
+// the call once its name is complete, then its arguments in pieces.
 #pragma once
 
 #include <functional>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "server/chat_format.h"
+#include "server/forced_call_stream.h"
 
 namespace duet::server {
 
@@ -27,10 +30,12 @@ struct ToolCall {
 };
 
 struct ChatDelta {
-  enum Kind { kContent, kReasoning, kToolCall };
+  // kToolCall: a call (its arguments whole, or empty when they follow as
+  // kToolCallArguments pieces).
+  enum Kind { kContent, kReasoning, kToolCall, kToolCallArguments };
   Kind kind = kContent;
-  std::string text;  // kContent, kReasoning
-  int index = 0;     // kToolCall: its position among the reply's calls
+  std::string text;  // kContent, kReasoning, kToolCallArguments
+  int index = 0;     // kToolCall, kToolCallArguments: its position among the reply's calls
   ToolCall call;     // kToolCall
 };
 
@@ -44,8 +49,10 @@ struct ParsedMessage {
 class ChatOutputParser {
  public:
   // `parse_tools`: look for tool calls (the request has tools and a
-  // tool_choice other than none). `new_id` names each call.
-  ChatOutputParser(ChatFormat format, bool parse_tools, std::function<std::string()> new_id);
+  // tool_choice other than none). `new_id` names each call. `forced`: a
+  // grammar makes the output calls, so they stream as they are written
+  // (forced_call_stream.h) instead of once each is complete.
+  ChatOutputParser(ChatFormat format, bool parse_tools, std::function<std::string()> new_id, bool forced = false);
 
   std::vector<ChatDelta> feed(std::string_view text);
   // The output has ended: whatever was held back, decided.
@@ -54,7 +61,7 @@ class ChatOutputParser {
   const ParsedMessage& message() const { return message_; }
 
  private:
-  enum class Mode { kStart, kReasoning, kAfterReasoning, kContent, kToolBlock, kToolTail };
+  enum class Mode { kStart, kReasoning, kAfterReasoning, kContent, kToolBlock, kToolTail, kForcedCalls };
 
   // One step over pending_; false when it needs more text to decide.
   bool step(std::vector<ChatDelta>& out);
@@ -62,6 +69,8 @@ class ChatOutputParser {
   bool step_reasoning(std::vector<ChatDelta>& out);
   bool step_content(std::vector<ChatDelta>& out);
   bool step_tool_block(std::vector<ChatDelta>& out);
+  void step_forced(std::vector<ChatDelta>& out);
+  void take_forced(std::vector<ForcedCallStream::Event>& events, std::vector<ChatDelta>& out);
 
   void emit_text(ChatDelta::Kind kind, std::string text, std::vector<ChatDelta>& out);
   // Turns `calls` into deltas, or gives `raw` back as content when they do not parse.
@@ -72,6 +81,8 @@ class ChatOutputParser {
 
   ChatFormat format_;
   bool parse_tools_;
+  bool forced_;
+  ForcedCallStream forced_calls_;
   std::function<std::string()> new_id_;
   Mode mode_ = Mode::kStart;
   std::string pending_;     // text not yet decided

@@ -37,10 +37,14 @@ std::vector<json> chat_delta_json(const std::vector<ChatDelta>& deltas) {
         head["function"]["arguments"] = "";
         head["index"] = d.index;
         out.push_back({{"tool_calls", json::array({head})}});
+        if (d.call.arguments.empty()) break;  // they follow as pieces
         json args = {{"index", d.index}, {"function", {{"arguments", d.call.arguments}}}};
         out.push_back({{"tool_calls", json::array({args})}});
         break;
       }
+      case ChatDelta::kToolCallArguments:
+        out.push_back({{"tool_calls", json::array({{{"index", d.index}, {"function", {{"arguments", d.text}}}}})}});
+        break;
     }
   }
   return out;

@@ -308,7 +308,8 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   shape->model = r.model.empty() ? config_.model_name : r.model;
   shape->logprobs = r.logprobs >= 0;
   shape->tokenizer = &model_.tokenizer();
-  if (chat) shape->parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id);
+  if (chat)
+    shape->parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
   const bool log = config_.log_requests;
   auto id = loop_.submit(std::move(prompt), r.params, [channel, chat, log](const TokenEvent& ev) {
     if (ev.finished && log) log_finished(chat, ev);

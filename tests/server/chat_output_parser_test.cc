@@ -25,9 +25,9 @@ ChatFormat style(ToolCallStyle s) {
 
 // The message rebuilt from the deltas alone (what a streaming client sees),
 // after checking it equals the parser's own accumulation.
-ParsedMessage run(const ChatFormat& f, bool tools, const std::vector<std::string>& pieces) {
+ParsedMessage run(const ChatFormat& f, bool tools, const std::vector<std::string>& pieces, bool forced = false) {
   int n = 0;
-  ChatOutputParser p(f, tools, [&n] { return "call" + std::to_string(n++); });
+  ChatOutputParser p(f, tools, [&n] { return "call" + std::to_string(n++); }, forced);
   ParsedMessage m;
   auto take = [&](const std::vector<ChatDelta>& ds) {
     for (const ChatDelta& d : ds) {
@@ -37,6 +37,10 @@ ParsedMessage run(const ChatFormat& f, bool tools, const std::vector<std::string
         EXPECT_EQ(d.index, static_cast<int>(m.tool_calls.size()));
         m.tool_calls.push_back(d.call);
       }
+      if (d.kind == ChatDelta::kToolCallArguments) {
+        EXPECT_EQ(d.index + 1, static_cast<int>(m.tool_calls.size()));
+        if (!m.tool_calls.empty()) m.tool_calls.back().arguments += d.text;
+      }
     }
   };
   for (const std::string& s : pieces) take(p.feed(s));
@@ -44,13 +48,15 @@ ParsedMessage run(const ChatFormat& f, bool tools, const std::vector<std::string
   EXPECT_EQ(m.content, p.message().content);
   EXPECT_EQ(m.reasoning, p.message().reasoning);
   EXPECT_EQ(m.tool_calls.size(), p.message().tool_calls.size());
+  for (size_t i = 0; i < m.tool_calls.size() && i < p.message().tool_calls.size(); ++i)
+    EXPECT_EQ(m.tool_calls[i].arguments, p.message().tool_calls[i].arguments);
   return m;
 }
 
 // Every split of `text` in two, and one byte at a time, all agree with the
 // whole text fed at once; returns that result.
-ParsedMessage run_all_splits(const ChatFormat& f, bool tools, const std::string& text) {
-  const ParsedMessage whole = run(f, tools, {text});
+ParsedMessage run_all_splits(const ChatFormat& f, bool tools, const std::string& text, bool forced = false) {
+  const ParsedMessage whole = run(f, tools, {text}, forced);
   auto same = [&](const ParsedMessage& m, const std::string& how) {
     EXPECT_EQ(m.content, whole.content) << how;
     EXPECT_EQ(m.reasoning, whole.reasoning) << how;
@@ -62,10 +68,10 @@ ParsedMessage run_all_splits(const ChatFormat& f, bool tools, const std::string&
     }
   };
   for (size_t i = 0; i <= text.size(); ++i)
-    same(run(f, tools, {text.substr(0, i), text.substr(i)}), "split at " + std::to_string(i));
+    same(run(f, tools, {text.substr(0, i), text.substr(i)}, forced), "split at " + std::to_string(i));
   std::vector<std::string> bytes;
   for (char c : text) bytes.emplace_back(1, c);
-  same(run(f, tools, bytes), "byte by byte");
+  same(run(f, tools, bytes, forced), "byte by byte");
   return whole;
 }
 
@@ -214,6 +220,62 @@ TEST(ChatOutputParser, ThinkOnlyOpensAtTheStart) {
   const ParsedMessage m = run_all_splits(hermes_format(true), false, "Text then <think>x</think>");
   EXPECT_EQ(m.content, "Text then <think>x</think>");
   EXPECT_EQ(m.reasoning, "");
+}
+
+// Calls a grammar forces stream as they are written: the call (id, name)
+// once its name is complete, then its arguments' text in pieces.
+TEST(ChatOutputParser, ForcedCallsStreamTheirArguments) {
+  const std::string hermes =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa}ris\\\"\", \"n\": [1, {}]}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+  const ParsedMessage m = run_all_splits(hermes_format(), true, hermes, /*forced=*/true);
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Pa}ris\"", "n": [1, {}]})");  // as written
+  EXPECT_EQ(m.tool_calls[1].arguments, "{}");
+  EXPECT_EQ(m.content, "");
+
+  ChatOutputParser p(hermes_format(), true, [] { return std::string("x"); }, /*forced=*/true);
+  auto d = p.feed("<tool_call>\n{\"name\": \"get_weath");
+  EXPECT_TRUE(d.empty());
+  d = p.feed("er\", \"arguments\": {\"city\": \"Pa");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].kind, ChatDelta::kToolCall);
+  EXPECT_EQ(d[0].call.name, "get_weather");
+  EXPECT_EQ(d[0].call.arguments, "");
+  EXPECT_EQ(d[1].kind, ChatDelta::kToolCallArguments);
+  EXPECT_EQ(d[1].text, "{\"city\": \"Pa");
+  d = p.feed("ris\"}}\n</tool_call>");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].text, "ris\"}");
+
+  const ParsedMessage llama = run_all_splits(
+      style(ToolCallStyle::kLlama3), true, "{\"name\": \"f\", \"parameters\": {\"a\": 1}}; {\"name\": \"g\", \"parameters\": {}}", true);
+  ASSERT_EQ(llama.tool_calls.size(), 2u);
+  EXPECT_EQ(llama.tool_calls[0].arguments, R"({"a": 1})");
+  const ParsedMessage mistral = run_all_splits(
+      style(ToolCallStyle::kMistral), true, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\", \"arguments\": {\"b\": []}}]", true);
+  ASSERT_EQ(mistral.tool_calls.size(), 2u);
+  EXPECT_EQ(mistral.tool_calls[1].arguments, R"({"b": []})");
+}
+
+TEST(ChatOutputParser, ForcedCallsOutOfOrderOrCut) {
+  // Arguments before the name: reported whole once the object ends.
+  const ParsedMessage swapped = run_all_splits(
+      hermes_format(), true, "<tool_call>{\"arguments\": {\"k\": 2}, \"name\": \"f\"}</tool_call>", true);
+  ASSERT_EQ(swapped.tool_calls.size(), 1u);
+  EXPECT_EQ(swapped.tool_calls[0].arguments, R"({"k":2})");
+  // Cut before the arguments began (max_tokens): content, not a call.
+  const ParsedMessage cut = run_all_splits(hermes_format(), true, "<tool_call>{\"name\": \"f", true);
+  EXPECT_TRUE(cut.tool_calls.empty());
+  EXPECT_EQ(cut.content, "{\"name\": \"f");
+  // Reasoning the prompt opened, closed by the grammar's prefix.
+  ChatFormat f = hermes_format(true);
+  f.starts_in_reasoning = true;
+  const ParsedMessage after = run_all_splits(
+      f, true, "</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", true);
+  ASSERT_EQ(after.tool_calls.size(), 1u);
+  EXPECT_EQ(after.reasoning, "");
 }
 
 TEST(ChatFormat, FromTemplateSource) {
