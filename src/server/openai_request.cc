@@ -7,6 +7,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "server/chat_messages.h"
 
 namespace duet::server {
 
@@ -42,13 +43,6 @@ class Fields {
   const json& obj_;
   std::set<std::string> seen_;
 };
-
-// obj[key] when it is a string, else "" (json::value would throw for any
-// other type, and an exception is no answer to a client).
-std::string string_or_empty(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 ApiError wrong_type(const std::string& field, const char* expected) {
   return invalid("'" + field + "' must be " + expected, field);
@@ -129,45 +123,6 @@ std::optional<ApiError> read_prompt(Fields& f, GenerateRequest& out) {
   return std::nullopt;
 }
 
-std::optional<ApiError> read_messages(Fields& f, std::vector<ChatMessage>& out) {
-  const json* v = f.get("messages");
-  if (!v) return invalid("'messages' is required", "messages");
-  if (!v->is_array() || v->empty()) return invalid("'messages' must be a non-empty array", "messages");
-  for (size_t i = 0; i < v->size(); ++i) {
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    const json& m = (*v)[i];
-    if (!m.is_object()) return wrong_type(where, "an object");
-    Fields mf(m);
-    ChatMessage msg;
-    const json* role = mf.get("role");
-    if (!role || !role->is_string()) return invalid("'" + where + ".role' must be a string", where + ".role");
-    msg.role = role->get<std::string>();
-    if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      return invalid("'" + where + ".role' must be system, user or assistant (got '" + msg.role + "')",
-                     where + ".role");
-    const json* content = mf.get("content");
-    if (!content) return invalid("'" + where + ".content' is required", where + ".content");
-    if (content->is_string()) {
-      msg.content = content->get<std::string>();
-    } else if (content->is_array()) {
-      for (const json& part : *content) {
-        if (!part.is_object() || string_or_empty(part, "type") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
-          return invalid("'" + where + ".content' parts must be {\"type\": \"text\", \"text\": ...}",
-                         where + ".content");
-        msg.content += part["text"].get<std::string>();
-      }
-    } else {
-      return wrong_type(where + ".content", "a string or an array of text parts");
-    }
-    mf.get("name");  // accepted and ignored
-    if (auto u = mf.unknown()) return invalid("unknown field '" + *u + "' in " + where, where + "." + *u);
-    out.push_back(std::move(msg));
-  }
-  return std::nullopt;
-}
-
 // The schema at body.response_format[.json_schema].schema, in the client's
 // key order when the raw body is at hand.
 std::string schema_text(const json& schema, std::string_view raw_body, bool nested) {
@@ -234,6 +189,25 @@ std::optional<ApiError> read_response_format(Fields& f, std::string_view raw_bod
   return std::nullopt;
 }
 
+nlohmann::ordered_json ordered_body(const json& body, std::string_view raw_body) {
+  if (!raw_body.empty()) {
+    auto o = nlohmann::ordered_json::parse(raw_body, nullptr, false);
+    if (o.is_object()) return o;
+  }
+  return nlohmann::ordered_json::parse(body.dump());
+}
+
+// vLLM's and llama.cpp's chat_template_kwargs: variables for the template
+// (Qwen3's enable_thinking).
+std::optional<ApiError> read_template_kwargs(Fields& f, const nlohmann::ordered_json& ordered,
+                                             nlohmann::ordered_json& out) {
+  if (!f.get("chat_template_kwargs")) return std::nullopt;
+  const auto& kw = ordered["chat_template_kwargs"];
+  if (!kw.is_object()) return wrong_type("chat_template_kwargs", "an object");
+  out = kw;
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_grammar(Fields& f, std::string_view raw_body, std::shared_ptr<const Grammar>& out) {
   std::shared_ptr<const Grammar> from_format;
   DUET_API_TRY(read_response_format(f, raw_body, from_format));
@@ -260,8 +234,15 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
     if (!m->is_string()) return wrong_type("model", "a string");
     out.model = m->get<std::string>();
   }
-  if (chat) DUET_API_TRY(read_messages(f, out.messages));
-  else DUET_API_TRY(read_prompt(f, out));
+  // Chat's structured fields keep the client's key order (templates print
+  // tool schemas as they came).
+  const nlohmann::ordered_json ordered = chat ? ordered_body(body, raw_body) : nlohmann::ordered_json();
+  if (chat) {
+    f.get("messages");
+    DUET_API_TRY(read_chat_messages(ordered, out.messages, out.template_messages));
+  } else {
+    DUET_API_TRY(read_prompt(f, out));
+  }
 
   // OpenAI's defaults: plain softmax sampling at temperature 1.
   SamplingParams& s = out.params.sampling;
@@ -333,9 +314,9 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
   }
   if (const json* u = f.get("user"); u && !u->is_string()) return wrong_type("user", "a string");
   if (chat) {
-    if (f.get("tools") || f.get("functions")) return invalid("tools are not supported", "tools");
-    f.get("tool_choice");
-    f.get("parallel_tool_calls");
+    for (const char* k : {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}) f.get(k);
+    DUET_API_TRY(read_chat_tools(ordered, out.tools));
+    DUET_API_TRY(read_template_kwargs(f, ordered, out.template_kwargs));
   }
   DUET_API_TRY(read_grammar(f, raw_body, out.params.grammar));
   if (auto u = f.unknown()) return invalid("unknown field '" + *u + "'", *u);

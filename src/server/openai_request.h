@@ -12,6 +12,8 @@
 
 #include "engine/request.h"
 #include "server/api_error.h"
+#include "server/chat_format.h"
+#include "server/chat_tools.h"
 #include "tokenizer/chat_template.h"
 
 namespace duet::server {
@@ -23,6 +25,13 @@ struct GenerateRequest {
   std::vector<int32_t> prompt_ids;    // completions: prompt given as token ids
   bool prompt_is_ids = false;
   std::vector<ChatMessage> messages;  // chat
+  // chat: the messages as the template reads them (chat_messages.h), the
+  // tools, and chat_template_kwargs (further template variables).
+  nlohmann::ordered_json template_messages;
+  ChatTools tools;
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // chat: how the reply is written, set once the prompt is rendered.
+  ChatFormat format;
   std::optional<int32_t> max_tokens;
   bool stream = false;
   bool include_usage = false;
@@ -42,6 +51,9 @@ struct GenerateRequest {
 // "json_schema": {"name", "schema", "strict", "description"}}, on both
 // endpoints. A grammar that does not parse or a schema duet cannot compile
 // is a 400 naming the problem (for schemas, the JSON pointer).
+//
+// Chat also takes tools, tool_choice and parallel_tool_calls (chat_tools.h),
+// messages with tool calls and tool results, and chat_template_kwargs.
 std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
                                                GenerateRequest& out, std::string_view raw_body = {});
 

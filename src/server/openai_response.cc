@@ -1,5 +1,7 @@
 #include "server/openai_response.h"
 
+#include "server/chat_response.h"
+
 namespace duet::server {
 
 using nlohmann::json;
@@ -84,8 +86,18 @@ json finish_json(FinishReason r) {
 json full_response(const ResponseShape& shape, const std::string& text, FinishReason reason,
                    json logprobs, const RequestTimings& timings) {
   json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(reason)}};
-  if (shape.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else choice["text"] = text;
+  if (shape.chat && shape.parser) {
+    shape.parser->feed(text);
+    shape.parser->finish();
+    const ParsedMessage& m = shape.parser->message();
+    choice["message"] = chat_message_json(m);
+    const char* r = chat_finish_reason(m, reason);
+    choice["finish_reason"] = r ? json(r) : json(nullptr);
+  } else if (shape.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
   return {{"id", shape.id},
           {"object", shape.chat ? "chat.completion" : "text_completion"},
           {"created", shape.created},
@@ -110,6 +122,46 @@ json stream_chunk(const ResponseShape& shape, const std::string& text, bool firs
           {"created", shape.created},
           {"model", shape.model},
           {"choices", json::array({choice})}};
+}
+
+namespace {
+
+json chunk_with(const ResponseShape& shape, json choice) {
+  return {{"id", shape.id},
+          {"object", "chat.completion.chunk"},
+          {"created", shape.created},
+          {"model", shape.model},
+          {"choices", json::array({std::move(choice)})}};
+}
+
+}  // namespace
+
+std::vector<json> stream_chunks(const ResponseShape& shape, const std::string& text, FinishReason finish,
+                                json logprobs) {
+  if (!shape.chat || !shape.parser) {
+    std::vector<json> out;
+    if (!text.empty() || !logprobs.is_null()) out.push_back(stream_chunk(shape, text, false, FinishReason::kNone, logprobs));
+    if (finish != FinishReason::kNone) out.push_back(stream_chunk(shape, "", false, finish, nullptr));
+    return out;
+  }
+  std::vector<ChatDelta> deltas = shape.parser->feed(text);
+  if (finish != FinishReason::kNone)
+    for (ChatDelta& d : shape.parser->finish()) deltas.push_back(std::move(d));
+  std::vector<json> delta_json = chat_delta_json(deltas);
+  // Logprobs ride on the first chunk; text held back still reports them.
+  if (delta_json.empty() && !logprobs.is_null()) delta_json.push_back({{"content", ""}});
+  std::vector<json> out;
+  for (json& d : delta_json) {
+    out.push_back(chunk_with(shape, {{"index", 0}, {"delta", std::move(d)}, {"logprobs", std::move(logprobs)},
+                                     {"finish_reason", nullptr}}));
+    logprobs = nullptr;
+  }
+  if (finish != FinishReason::kNone) {
+    const char* r = chat_finish_reason(shape.parser->message(), finish);
+    out.push_back(chunk_with(shape, {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr},
+                                     {"finish_reason", r ? json(r) : json(nullptr)}}));
+  }
+  return out;
 }
 
 json usage_chunk(const ResponseShape& shape, const RequestTimings& timings) {

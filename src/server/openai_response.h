@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
+#include "server/chat_output_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::server {
@@ -20,6 +22,10 @@ struct ResponseShape {
   std::string model;
   bool logprobs = false;
   const Tokenizer* tokenizer = nullptr;
+  // Chat: splits the reply into content, reasoning and tool calls (null:
+  // all of it is content). One per response, fed by whichever of the
+  // whole or the streamed path serves it.
+  std::shared_ptr<ChatOutputParser> parser;
 };
 
 // "stop" or "length"; nullptr for reasons that are not a normal end.
@@ -52,6 +58,11 @@ nlohmann::json full_response(const ResponseShape& shape, const std::string& text
 // One streamed chunk; finish may be kNone (finish_reason null).
 nlohmann::json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
                             FinishReason finish, nlohmann::json logprobs);
+// The chunks for the next `text` of a response (chat: as many as the
+// parser's deltas, possibly none while it holds text back), and with
+// `finish` set, the rest of the reply and the chunk with the finish reason.
+std::vector<nlohmann::json> stream_chunks(const ResponseShape& shape, const std::string& text, FinishReason finish,
+                                          nlohmann::json logprobs);
 // The last chunk with stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseShape& shape, const RequestTimings& timings);
 

@@ -72,6 +72,11 @@ struct Channel {
 };
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+std::string sse(const std::vector<json>& chunks) {
+  std::string out;
+  for (const json& j : chunks) out += sse(j);
+  return out;
+}
 
 // A non-streamed response being gathered from the engine's events.
 struct WholeResponse {
@@ -258,11 +263,10 @@ std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool ch
 
   const Tokenizer& tok = model_.tokenizer();
   if (chat) {
-    auto text = config_.chat_template ? config_.chat_template->apply(r.messages, /*add_generation_prompt=*/true)
-                                      : llama2_chat_prompt(model_, r.messages);
-    if (!text) return invalid(text.error().message, "messages");
+    std::string text;
+    if (auto e = render_chat_request(config_.chat_template.get(), model_, r, text)) return e;
     // Templates write BOS themselves (as bos_token), so none is added here.
-    prompt = tok.encode(*text, /*add_bos=*/false, /*parse_special=*/true);
+    prompt = tok.encode(text, /*add_bos=*/false, /*parse_special=*/true);
   } else if (r.prompt_is_ids) {
     prompt = std::move(r.prompt_ids);
   } else {
@@ -304,6 +308,8 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   shape->model = r.model.empty() ? config_.model_name : r.model;
   shape->logprobs = r.logprobs >= 0;
   shape->tokenizer = &model_.tokenizer();
+  if (chat)
+    shape->parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
   const bool log = config_.log_requests;
   auto id = loop_.submit(std::move(prompt), r.params, [channel, chat, log](const TokenEvent& ev) {
     if (ev.finished && log) log_finished(chat, ev);
@@ -343,14 +349,11 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
           if (ev.finished && ev.reason == FinishReason::kError) {
             out = sse(ApiError{500, ev.error, "server_error", "", ""}.to_json());
           } else if (ev.finished) {
-            if (!ev.text.empty() || !logprobs->empty())
-              out += sse(stream_chunk(*shape, ev.text, false, FinishReason::kNone,
-                                      logprobs->empty() ? json(nullptr) : logprobs->take()));
-            out += sse(stream_chunk(*shape, "", false, ev.reason, nullptr));
+            out += sse(stream_chunks(*shape, ev.text, ev.reason, logprobs->empty() ? json(nullptr) : logprobs->take()));
             if (include_usage) out += sse(usage_chunk(*shape, channel->timings));
           } else if (!ev.text.empty() || !logprobs->empty()) {
-            out = sse(stream_chunk(*shape, ev.text, false, FinishReason::kNone,
-                                   logprobs->empty() ? json(nullptr) : logprobs->take()));
+            out = sse(stream_chunks(*shape, ev.text, FinishReason::kNone,
+                                    logprobs->empty() ? json(nullptr) : logprobs->take()));
           }
           if (ev.finished) out += "data: [DONE]\n\n";
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
