@@ -11,6 +11,8 @@
 #include "cli/progress.h"
 #include "formats/type_mix.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
+#include "dist/communicator.h"
 #include "kernels/roofline.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -133,14 +135,19 @@ int run(const BenchOptions& o) {
   if (o.probe_mib < 1) return fail(err("--probe-mib must be >= 1"));
   auto threads = parse_token_ids(o.threads_list);  // a list of non-negative integers
   if (!threads || threads->empty()) return fail(err("-t expects thread counts like 1,2"));
+  // The other ranks of a tensor-parallel run follow one model's passes and
+  // then exit (cli/target_model.h): one load per run.
+  const bool parallel = world().size() > 1;
+  if (parallel && (threads->size() != 1 || o.models.size() != 1))
+    return fail(err("under mpirun, bench takes one model (-m) and one thread count (-t)"));
   nlohmann::json all = nlohmann::json::array();
-  if (!o.json) {
+  if (!o.json && world().leads()) {
     std::printf("| model | type | threads | test | t/s | achieved | ceiling | %% of ceiling | bound |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
   }
   for (int32_t n_threads : *threads) {
     for (const std::string& path : o.models) {
-      auto loaded = Model::load(path, load_mode(o.no_mmap));
+      auto loaded = load_target_model(path, load_mode(o.no_mmap), n_threads);
       if (!loaded) return fail(loaded.error());
       Model& m = **loaded;
       auto kv_type = kv_type_option(o.kv_type, m.kv_shape());
