@@ -1,5 +1,6 @@
 #include "cli/target_model.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,6 +19,10 @@ Result<std::unique_ptr<Model>> load_target_model(const std::string& path, LoadMo
     return model;
   }
   if (!all_loaded) std::exit(1);  // rank 0 reports it
+  // An interrupt ends the run through rank 0 (a server stops, its model
+  // goes away, and that stops this loop), not here mid-step.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   ThreadPool pool(threads);
   Status st = follow_leader(**model, comm, pool);
   if (!st) std::fprintf(stderr, "duet: error: rank %d: %s\n", comm.rank(), st.error().message.c_str());

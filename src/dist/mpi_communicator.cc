@@ -31,7 +31,8 @@ class MpiCommunicator final : public Communicator {
   // Non-blocking, then polled: a blocking MPI_Bcast spins its core at 100%
   // for as long as rank 0 has nothing to send. The poll spins for the
   // first millisecond (a decode step's message is that close behind the
-  // last) and sleeps between polls after that.
+  // last), then sleeps 50 µs between polls, and 1 ms once rank 0 has been
+  // quiet for 50 ms (a server between requests).
   void broadcast(void* data, size_t bytes) override {
     auto* p = static_cast<char*>(data);
     for (size_t done = 0; done < bytes;) {
@@ -55,10 +56,15 @@ class MpiCommunicator final : public Communicator {
   }
   static void wait(MPI_Request& req) {
     using clock = std::chrono::steady_clock;
-    const auto spin_until = clock::now() + std::chrono::milliseconds(1);
+    const auto start = clock::now();
     int done = 0;
-    while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done)
-      if (clock::now() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done) {
+      const auto waited = clock::now() - start;
+      if (waited > std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      else if (waited > std::chrono::milliseconds(1))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   int rank_ = 0, size_ = 1;
