@@ -86,7 +86,6 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-
   // Adds its lifetime to `seconds` and one to `calls`, when on.
   struct Timer {
     Timer(bool on, double& seconds, long& calls) : on(on), seconds(seconds), calls(calls) {}
