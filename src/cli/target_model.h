@@ -1,6 +1,6 @@
-// The model that run, logits, bench and serve compute with. Under
-// `mpirun -np N` (N > 1) it is this rank's tensor-parallel shard
-// (docs/scaling.md), and only rank 0 comes back from loading it.
+// The model that run, chat, logits, perplexity, bench and serve compute
+// with. Under `mpirun -np N` (N > 1) it is this rank's tensor-parallel
+// shard (docs/scaling.md), and only rank 0 comes back from loading it.
 #pragma once
 
 #include <memory>

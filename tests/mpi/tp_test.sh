@@ -3,6 +3,7 @@
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
 #   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
 #   greedy MODEL           64 greedy tokens (and a window's key shifts) identical
+#   perplexity             duet perplexity (several KV caches in turn) agrees
 #   unsplittable           3 KV heads over 2 ranks: rank 0's error, before any work
 #   rank-death RANK        kill -9 one rank mid-generation: mpirun exits nonzero within seconds
 set -u
@@ -52,6 +53,20 @@ case $CASE in
     echo "two: $(cat "$TMP/two.txt")"
     [ "$(wc -w <"$TMP/one.txt")" -gt 30 ] || fail "too little text"
     cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
+    ;;
+  perplexity)
+    # Windows of their own KV caches, scored by forward passes called directly.
+    model="$SHARED/models/stories260K/stories260K.gguf"
+    "$DUET" run -m "$model" -p "Once upon a time" -n 150 --temp 0 -t 1 >"$TMP/story.txt" 2>/dev/null || fail "story"
+    ppl=(perplexity -m "$model" -f "$TMP/story.txt" -c 64 -t 1 --json)
+    "$DUET" "${ppl[@]}" >"$TMP/one.json" 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" "$DUET" "${ppl[@]}" >"$TMP/two.json" 2>/dev/null || fail "two ranks"
+    python3 - "$TMP/one.json" "$TMP/two.json" <<'PY' || fail "perplexity differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print(f"perplexity: one {a['perplexity']}, two {b['perplexity']}, windows {a['windows']}")
+sys.exit(0 if a["windows"] > 1 and abs(a["perplexity"] - b["perplexity"]) < 1e-4 * a["perplexity"] else 1)
+PY
     ;;
   unsplittable)
     "$DUET" synth --arch llama --dim 240 --heads 6 --kv-heads 3 --head-dim 40 --ffn 512 --layers 1 \
