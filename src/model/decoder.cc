@@ -287,6 +287,14 @@ Status DecoderModel::shard_layers() {
   const int r = comm_->rank(), ranks = comm_->size();
   const int64_t q = c.q_dim() / ranks, kv = c.kv_dim() / ranks, ffn = c.ffn_dim / ranks;
   WeightBinder binder(file_, slices_);
+  // A column range touches every row's pages: once copied, the mapped
+  // pages of the whole matrix go back.
+  const auto split_columns = [&](const TensorView*& m, int64_t first, int64_t count) -> Status {
+    const TensorView* whole = m;
+    DUET_ASSIGN(m, shards_.columns(*whole, first, count));
+    file_.drop_pages(*whole);
+    return {};
+  };
   for (LayerWeights& w : layers_) {
     w.wq = binder.rows(*w.wq, r * q, q);
     w.wk = binder.rows(*w.wk, r * kv, kv);
@@ -294,10 +302,10 @@ Status DecoderModel::shard_layers() {
     w.bq = shards_.elements(w.bq, r * q, q);
     w.bk = shards_.elements(w.bk, r * kv, kv);
     w.bv = shards_.elements(w.bv, r * kv, kv);
-    DUET_ASSIGN(w.wo, shards_.columns(*w.wo, r * q, q));
     w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
     w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
-    DUET_ASSIGN(w.w_down, shards_.columns(*w.w_down, r * ffn, ffn));
+    DUET_TRY(split_columns(w.wo, r * q, q));
+    DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
   }
   config_.n_heads /= ranks;
   config_.n_kv_heads /= ranks;
@@ -316,7 +324,10 @@ Status DecoderModel::pack_matrices() {
     for (const TensorView** slot : slots) sources.push_back(*slot);
     DUET_TRY(packed_.pack(slots));
     for (size_t i = 0; i < slots.size(); ++i)
-      if (*slots[i] != sources[i]) file_.drop_pages(*sources[i]);
+      if (*slots[i] != sources[i]) {
+        file_.drop_pages(*sources[i]);
+        shards_.release(sources[i]);
+      }
     return {};
   };
   const bool tied = output_ == embd_;

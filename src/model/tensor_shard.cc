@@ -24,7 +24,9 @@ Result<const TensorView*> ShardSlicer::columns(const TensorView& m, int64_t firs
   const bool whole_blocks = first % block == 0 && count % block == 0;
   const DType type = whole_blocks ? m.dtype : DType::F32;
   DUET_ASSIGN(const size_t out_row, row_bytes(type, count));
-  std::vector<uint8_t>& bytes = bytes_.emplace_back(out_row * static_cast<size_t>(m.rows()));
+  Slice& slice = slices_.emplace_back();
+  std::vector<uint8_t>& bytes = slice.bytes;
+  bytes.resize(out_row * static_cast<size_t>(m.rows()));
   if (whole_blocks) {
     // A row of blocks: columns [first, first + count) are whole blocks at a
     // byte offset, the same in every row.
@@ -43,7 +45,7 @@ Result<const TensorView*> ShardSlicer::columns(const TensorView& m, int64_t firs
       notes_ = "columns of " + m.name + " (and any like it) do not fall on " + std::string(dtype_name(m.dtype)) +
                " block boundaries at this rank count: this rank holds them as F32";
   }
-  TensorView& v = views_.emplace_back(m);
+  TensorView& v = slice.view = m;
   v.name = m.name + "[:, " + std::to_string(first) + ":" + std::to_string(first + count) + "]";
   v.dtype = type;
   v.ne = {count, m.rows(), 1, 1};
@@ -53,9 +55,14 @@ Result<const TensorView*> ShardSlicer::columns(const TensorView& m, int64_t firs
   return &v;
 }
 
+void ShardSlicer::release(const TensorView* view) {
+  for (Slice& s : slices_)
+    if (&s.view == view) std::vector<uint8_t>().swap(s.bytes);
+}
+
 const TensorView* ShardSlicer::elements(const TensorView* v, int64_t first, int64_t count) {
   if (!v) return nullptr;
-  TensorView& s = views_.emplace_back(*v);
+  TensorView& s = slices_.emplace_back().view = *v;
   s.name = v->name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
   s.ne = {count, 1, 1, 1};
   s.data = static_cast<const float*>(v->data) + first;

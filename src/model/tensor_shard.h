@@ -31,12 +31,18 @@ class ShardSlicer {
   Result<const TensorView*> columns(const TensorView& m, int64_t first, int64_t count);
   // Elements [first, first + count) of an F32 vector; null stays null.
   const TensorView* elements(const TensorView* v, int64_t first, int64_t count);
+  // Frees the bytes behind `view` if it is one of this slicer's column
+  // copies (once packing has copied it again); anything else is ignored.
+  void release(const TensorView* view);
   // What had to fall back to F32, for Model::load_notes(); empty if nothing.
   const std::string& notes() const { return notes_; }
 
  private:
-  std::deque<TensorView> views_;
-  std::deque<std::vector<uint8_t>> bytes_;
+  struct Slice {
+    TensorView view;
+    std::vector<uint8_t> bytes;  // empty for a vector range (a view of the file)
+  };
+  std::deque<Slice> slices_;
   std::string notes_;
 };
 
