@@ -2,7 +2,7 @@
 # Tensor parallelism under `mpirun -np 2` against one process (docs/scaling.md).
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
 #   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
-#   greedy MODEL           64 greedy tokens (and a window's key shifts) identical
+#   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
 #   perplexity             duet perplexity (several KV caches in turn) agrees
 #   unsplittable           3 KV heads over 2 ranks: rank 0's error, before any work
 #   rank-death RANK        kill -9 one rank mid-generation: mpirun exits nonzero within seconds
@@ -53,6 +53,12 @@ case $CASE in
     echo "two: $(cat "$TMP/two.txt")"
     [ "$(wc -w <"$TMP/one.txt")" -gt 30 ] || fail "too little text"
     cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
+    # Speculative decoding: the draft model runs unsharded on rank 0, the
+    # target verifies several tokens per pass across the ranks.
+    "${MPIRUN[@]}" "$DUET" "${run[@]}" --draft "$model" --draft-max 4 >"$TMP/spec.txt" 2>"$TMP/spec.err" \
+      || { cat "$TMP/spec.err"; fail "two ranks, speculative"; }
+    grep -q "drafts accepted" "$TMP/spec.err" || fail "no speculation happened"
+    cmp "$TMP/one.txt" "$TMP/spec.txt" || fail "speculative greedy text differs"
     ;;
   perplexity)
     # Windows of their own KV caches, scored by forward passes called directly.
