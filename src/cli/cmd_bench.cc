@@ -8,13 +8,14 @@
 #include <random>
 
 #include "cli/command.h"
-#include "cli/progress.h"
-#include "formats/type_mix.h"
 #include "cli/common.h"
+#include "cli/progress.h"
+#include "cli/roofline_chart.h"
 #include "cli/target_model.h"
 #include "dist/communicator.h"
-#include "kernels/roofline.h"
 #include "engine/engine.h"
+#include "formats/type_mix.h"
+#include "kernels/roofline.h"
 #include "model/model.h"
 
 namespace duet::cli {
@@ -29,6 +30,7 @@ struct BenchOptions {
   int32_t reps = 3;
   std::string threads_list = "0";
   bool json = false;
+  std::string svg;  // with --roofline: the roofline picture
   bool no_mmap = false;
   bool roofline = false;
   int32_t probe_mib = 1024;  // the read probe's buffer: far larger than any L3
@@ -88,8 +90,8 @@ std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
   for (int32_t& t : ids) t = pick(rng);
 
   std::vector<PhaseResult> out;
-  if (o.n_prompt > 0) out.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, false, {}});
-  if (o.n_gen > 0) out.push_back({"tg" + std::to_string(o.n_gen), o.n_gen, true, {}});
+  if (o.n_prompt > 0) out.push_back({"pp" + std::to_string(o.n_prompt), o.n_prompt, false, {}, {}});
+  if (o.n_gen > 0) out.push_back({"tg" + std::to_string(o.n_gen), o.n_gen, true, {}, {}});
   ProgressBar bar("bench", static_cast<double>(out.size()) * o.reps, "runs");
   int32_t runs = 0;
   for (PhaseResult& p : out) {
@@ -128,11 +130,22 @@ DType main_dtype(const Model& m) {
   return mix.empty() ? DType::F32 : mix.front().type;
 }
 
+Roofline mean_roofline(const std::vector<Roofline>& roofs) {
+  Roofline r;
+  for (const Roofline& x : roofs) {
+    r.read_gb_s += x.read_gb_s / static_cast<double>(roofs.size());
+    r.fma_gflop_s += x.fma_gflop_s / static_cast<double>(roofs.size());
+    r.int8_gop_s += x.int8_gop_s / static_cast<double>(roofs.size());
+  }
+  return r;
+}
+
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 int run(const BenchOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || o.reps < 1) return fail(err("-p, -n must be >= 0 and -r >= 1"));
   if (o.probe_mib < 1) return fail(err("--probe-mib must be >= 1"));
+  if (!o.svg.empty() && !o.roofline) return fail(err("--svg draws the roofline: give --roofline too"));
   auto threads = parse_token_ids(o.threads_list);  // a list of non-negative integers
   if (!threads || threads->empty()) return fail(err("-t expects thread counts like 1,2"));
   // The other ranks of a tensor-parallel run follow one model's passes and
@@ -141,11 +154,15 @@ int run(const BenchOptions& o) {
   if (parallel && (threads->size() != 1 || o.models.size() != 1))
     return fail(err("under mpirun, bench takes one model (-m) and one thread count (-t)"));
   nlohmann::json all = nlohmann::json::array();
+  std::vector<Chart> charts;  // one roofline per thread count
   if (!o.json && world().leads()) {
     std::printf("| model | type | threads | test | t/s | achieved | ceiling | %% of ceiling | bound |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
   }
   for (int32_t n_threads : *threads) {
+    std::vector<Roofline> roofs;
+    std::vector<RooflinePoint> points;
+    int32_t pool_threads = n_threads;
     for (const std::string& path : o.models) {
       auto loaded = load_target_model(path, load_mode(o.no_mmap), n_threads);
       if (!loaded) return fail(loaded.error());
@@ -158,6 +175,7 @@ int run(const BenchOptions& o) {
           std::string(dtype_name(wtype)) + (*kv_type == KvType::F32 ? "" : " kv " + o.kv_type);
       Engine engine(m, bench_engine_config(o, n_threads, *kv_type));
       ThreadPool& pool = engine.threads();
+      pool_threads = pool.size();
       const std::vector<PhaseResult> phases = bench_model(engine, o);
       const double weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
       const double kv_bytes_per_pos = static_cast<double>(KvCache::bytes_per_token(m.kv_shape(), *kv_type));
@@ -194,6 +212,13 @@ int run(const BenchOptions& o) {
                     {"roofline", roofs}});
         }
         all.push_back(j);
+        roofs.insert(roofs.end(), p.roofs.begin(), p.roofs.end());
+        // Decode moves the weights (and the KV so far) once per token;
+        // prefill moves them once for the batch.
+        const double flops = m.matmul_flops_per_token();
+        const double intensity = p.decode ? flops / bytes_per_tok : flops * p.n / bytes_per_tok;
+        points.push_back({p.test + " " + type_label + (o.models.size() > 1 ? " " + m.config().name : ""), intensity,
+                          s.mean * flops / 1e9});
         if (!o.json) {
           std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.1f %s |", m.config().name.c_str(),
                       type_label.c_str(), pool.size(), p.test.c_str(), s.mean,
@@ -206,8 +231,15 @@ int run(const BenchOptions& o) {
         }
       }
     }
+    if (!roofs.empty())
+      charts.push_back(roofline_chart("roofline, " + std::to_string(pool_threads) + " threads", mean_roofline(roofs),
+                                      points));
   }
   if (o.json) std::printf("%s\n", all.dump(2).c_str());
+  if (!o.svg.empty()) {
+    if (auto st = write_svg(o.svg, charts); !st) return fail(st.error());
+    if (!o.json) std::printf("roofline: %s\n", o.svg.c_str());
+  }
   return 0;
 }
 
@@ -228,6 +260,7 @@ const bool registered = register_command(
           ->capture_default_str();
       add_kv_type_option(app, o->kv_type);
       app.add_flag("--json", o->json, "Print JSON instead of a table");
+      app.add_option("--svg", o->svg, "With --roofline: draw the ceilings and each phase as an SVG picture");
       add_no_mmap_option(app, o->no_mmap);
       return [o] { return run(*o); };
     });

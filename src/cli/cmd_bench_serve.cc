@@ -6,7 +6,9 @@
 // (token slots filled ÷ token slots of the blocks in use, sampled from
 // /metrics while the load runs). --shared-prefix-words gives every prompt
 // the same prefix: with and without --no-prefix-cache, the TTFT figures show
-// what the prefix cache saves.
+// what the prefix cache saves. -c 1,4,16 runs the same mix at each
+// concurrency in turn; --svg draws the TTFT and ITL distributions and the
+// throughput against concurrency.
 #include <httplib.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/svg_chart.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 
@@ -34,7 +37,7 @@ struct BenchServeOptions {
   std::string model;
   std::string url;
   std::string api_key;
-  int32_t clients = 16;
+  std::vector<int32_t> clients = {16};  // one run per concurrency
   int32_t requests = 64;
   double duration_s = 120;
   std::string prompt_words = "4:24";  // min:max words per prompt (fits stories260K's 128 tokens)
@@ -47,6 +50,7 @@ struct BenchServeOptions {
   bool no_prefix_cache = false;
   uint64_t seed = 1;
   bool json_out = false;
+  std::string svg;
 };
 
 struct Range {
@@ -185,9 +189,120 @@ struct KvSampler {
   }
 };
 
+// One concurrency's run of the whole request mix.
+struct Level {
+  int32_t clients = 0;
+  std::vector<Sample> samples;
+  double wall = 0;
+  double kv_utilization = 0;
+  int64_t kv_samples = 0;
+  std::vector<double> ttft_ms, itl_ms;  // of the requests that succeeded
+  int64_t ok = 0, tokens = 0;
+  std::string first_error;
+  json summary;
+};
+
+Level run_level(const std::string& host, int port, const BenchServeOptions& o, const std::vector<json>& bodies,
+                int32_t n_clients) {
+  Level l;
+  l.clients = n_clients;
+  std::atomic<bool> stop_sampler{false};
+  KvSampler kv;
+  std::thread sampler([&] { kv.run(host, port, o.api_key, stop_sampler); });
+  std::atomic<int32_t> next{0};
+  std::mutex mu;
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(o.duration_s);
+  std::vector<std::thread> clients;
+  for (int32_t c = 0; c < n_clients; ++c) {
+    clients.emplace_back([&] {
+      for (int32_t i; (i = next++) < o.requests && Clock::now() < deadline;) {
+        Sample s = run_one(host, port, o.api_key, bodies[static_cast<size_t>(i)], t0);
+        std::lock_guard lock(mu);
+        l.samples.push_back(std::move(s));
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  l.wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop_sampler = true;
+  sampler.join();
+
+  for (const Sample& s : l.samples) {
+    if (!s.ok) {
+      if (l.first_error.empty()) l.first_error = s.error;
+      continue;
+    }
+    ++l.ok;
+    l.tokens += s.output_tokens;
+    l.ttft_ms.push_back(s.ttft * 1e3);
+    for (double d : s.itl) l.itl_ms.push_back(d * 1e3);
+  }
+  l.kv_utilization = kv.slots ? static_cast<double>(kv.stored) / static_cast<double>(kv.slots) : 0;
+  l.kv_samples = kv.samples;
+  l.summary = {{"clients", n_clients},
+               {"requests_sent", l.samples.size()},
+               {"requests_ok", l.ok},
+               {"wall_s", l.wall},
+               {"output_tokens", l.tokens},
+               {"output_tok_s", l.wall > 0 ? static_cast<double>(l.tokens) / l.wall : 0},
+               {"decode_tok_s", decode_tok_s(l.samples)},
+               {"ttft_ms", {{"p50", percentile(l.ttft_ms, 50)}, {"p99", percentile(l.ttft_ms, 99)}}},
+               {"itl_ms", {{"p50", percentile(l.itl_ms, 50)}, {"p99", percentile(l.itl_ms, 99)}}},
+               {"kv_utilization", l.kv_utilization},
+               {"kv_samples", l.kv_samples}};
+  return l;
+}
+
+void report(const Level& l, bool json_only) {
+  if (json_only) {
+    std::printf("%s\n", l.summary.dump().c_str());
+    return;
+  }
+  std::printf("clients %d, requests %zu sent, %lld ok, %.2f s\n", l.clients, l.samples.size(),
+              static_cast<long long>(l.ok), l.wall);
+  std::printf("output:        %lld tokens, %.1f tok/s\n", static_cast<long long>(l.tokens),
+              l.summary["output_tok_s"].get<double>());
+  std::printf("decode:        %.1f tok/s while any request was past its first token\n",
+              l.summary["decode_tok_s"].get<double>());
+  std::printf("TTFT p50/p99:  %.2f / %.2f ms\n", percentile(l.ttft_ms, 50), percentile(l.ttft_ms, 99));
+  std::printf("ITL  p50/p99:  %.2f / %.2f ms\n", percentile(l.itl_ms, 50), percentile(l.itl_ms, 99));
+  std::printf("KV utilization: %.1f %% of allocated token slots filled (%lld samples)\n", l.kv_utilization * 100,
+              static_cast<long long>(l.kv_samples));
+  std::printf("%s\n", l.summary.dump().c_str());
+}
+
+// The empirical distribution: the fraction of values at or below each one.
+ChartSeries cdf(const std::string& name, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  ChartSeries s{name, {}, ChartSeries::Style::Line, false};
+  for (size_t i = 0; i < v.size(); ++i)
+    s.points.emplace_back(v[i], static_cast<double>(i + 1) / static_cast<double>(v.size()));
+  return s;
+}
+
+std::vector<Chart> serve_charts(const std::vector<Level>& levels) {
+  Chart ttft{"time to first token", {"TTFT (ms)", true}, {"fraction of requests", false}, {}};
+  Chart itl{"inter-token latency", {"ITL (ms)", true}, {"fraction of tokens", false}, {}};
+  Chart rate{"throughput against concurrency", {"concurrent clients", false}, {"tokens/s", false}, {}};
+  ChartSeries output{"output tok/s", {}, ChartSeries::Style::LineAndPoints, false};
+  ChartSeries decode{"decode tok/s", {}, ChartSeries::Style::LineAndPoints, true};
+  for (const Level& l : levels) {
+    const std::string name = std::to_string(l.clients) + (l.clients == 1 ? " client" : " clients");
+    ttft.series.push_back(cdf(name, l.ttft_ms));
+    itl.series.push_back(cdf(name, l.itl_ms));
+    output.points.emplace_back(l.clients, l.summary["output_tok_s"].get<double>());
+    decode.points.emplace_back(l.clients, l.summary["decode_tok_s"].get<double>());
+  }
+  rate.series = {output, decode};
+  return {ttft, itl, rate};
+}
+
 int bench_serve(const BenchServeOptions& o) {
   if (o.model.empty() == o.url.empty()) return fail(err("give either -m MODEL or --url URL"));
-  if (o.clients < 1 || o.requests < 1) return fail(err("--clients and --requests must be >= 1"));
+  if (o.clients.empty() || *std::min_element(o.clients.begin(), o.clients.end()) < 1 || o.requests < 1)
+    return fail(err("--clients and --requests must be >= 1"));
+  const int32_t max_clients = *std::max_element(o.clients.begin(), o.clients.end());
   auto prompt_words = parse_range(o.prompt_words, "--prompt-words");
   if (!prompt_words) return fail(prompt_words.error());
   auto output_tokens = parse_range(o.output_tokens, "--output-tokens");
@@ -212,11 +327,11 @@ int bench_serve(const BenchServeOptions& o) {
     config.scheduler.max_batch_tokens = o.max_batch_tokens;
     config.scheduler.prefix_caching = !o.no_prefix_cache;
     engine = std::make_unique<Engine>(*model, config);
-    loop = std::make_unique<EngineLoop>(*engine, o.max_seqs + o.clients + 8);
+    loop = std::make_unique<EngineLoop>(*engine, o.max_seqs + max_clients + 8);
     server::ServerConfig sc;
     sc.port = 0;
     sc.model_name = std::filesystem::path(o.model).stem().string();
-    sc.http_threads = o.clients + 8;
+    sc.http_threads = max_clients + 8;
     srv = std::make_unique<server::OpenAiServer>(*model, *loop, sc);
     auto p = srv->bind();
     if (!p) return fail(p.error());
@@ -243,75 +358,23 @@ int bench_serve(const BenchServeOptions& o) {
                       {"stream_options", {{"include_usage", true}}}});
   }
 
-  std::atomic<bool> stop_sampler{false};
-  KvSampler kv;
-  std::thread sampler([&] { kv.run(host, port, o.api_key, stop_sampler); });
-  std::atomic<int32_t> next{0};
-  std::mutex mu;
-  std::vector<Sample> samples;
-  const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration<double>(o.duration_s);
-  std::vector<std::thread> clients;
-  for (int32_t c = 0; c < o.clients; ++c) {
-    clients.emplace_back([&] {
-      for (int32_t i; (i = next++) < o.requests && Clock::now() < deadline;) {
-        Sample s = run_one(host, port, o.api_key, bodies[static_cast<size_t>(i)], t0);
-        std::lock_guard lock(mu);
-        samples.push_back(std::move(s));
-      }
-    });
-  }
-  for (auto& t : clients) t.join();
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  stop_sampler = true;
-  sampler.join();
+  std::vector<Level> levels;
+  for (int32_t clients : o.clients) levels.push_back(run_level(host, port, o, bodies, clients));
   if (srv) {
     srv->stop();
     srv_thread.join();
   }
-
-  std::vector<double> ttft, itl;
-  int64_t tokens = 0, ok = 0;
-  std::string first_error;
-  for (const Sample& s : samples) {
-    if (!s.ok) {
-      if (first_error.empty()) first_error = s.error;
-      continue;
-    }
-    ++ok;
-    tokens += s.output_tokens;
-    ttft.push_back(s.ttft * 1e3);
-    for (double d : s.itl) itl.push_back(d * 1e3);
+  bool all_ok = true;
+  for (const Level& l : levels) {
+    report(l, o.json_out);
+    all_ok = all_ok && l.ok == static_cast<int64_t>(l.samples.size());
+    if (!l.first_error.empty()) std::fprintf(stderr, "duet: some requests failed, first: %s\n", l.first_error.c_str());
   }
-  const double kv_util = kv.slots ? static_cast<double>(kv.stored) / static_cast<double>(kv.slots) : 0;
-  const json j = {{"clients", o.clients},
-                  {"requests_sent", samples.size()},
-                  {"requests_ok", ok},
-                  {"wall_s", wall},
-                  {"output_tokens", tokens},
-                  {"output_tok_s", wall > 0 ? static_cast<double>(tokens) / wall : 0},
-                  {"decode_tok_s", decode_tok_s(samples)},
-                  {"ttft_ms", {{"p50", percentile(ttft, 50)}, {"p99", percentile(ttft, 99)}}},
-                  {"itl_ms", {{"p50", percentile(itl, 50)}, {"p99", percentile(itl, 99)}}},
-                  {"kv_utilization", kv_util},
-                  {"kv_samples", kv.samples}};
-  if (o.json_out) {
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("clients %d, requests %zu sent, %lld ok, %.2f s\n", o.clients, samples.size(),
-                static_cast<long long>(ok), wall);
-    std::printf("output:        %lld tokens, %.1f tok/s\n", static_cast<long long>(tokens),
-                j["output_tok_s"].get<double>());
-    std::printf("decode:        %.1f tok/s while any request was past its first token\n",
-                j["decode_tok_s"].get<double>());
-    std::printf("TTFT p50/p99:  %.2f / %.2f ms\n", percentile(ttft, 50), percentile(ttft, 99));
-    std::printf("ITL  p50/p99:  %.2f / %.2f ms\n", percentile(itl, 50), percentile(itl, 99));
-    std::printf("KV utilization: %.1f %% of allocated token slots filled (%lld samples)\n", kv_util * 100,
-                static_cast<long long>(kv.samples));
-    std::printf("%s\n", j.dump().c_str());
+  if (!o.svg.empty()) {
+    if (auto st = write_svg(o.svg, serve_charts(levels)); !st) return fail(st.error());
+    if (!o.json_out) std::printf("charts: %s\n", o.svg.c_str());
   }
-  if (!first_error.empty()) std::fprintf(stderr, "duet: some requests failed, first: %s\n", first_error.c_str());
-  return ok == static_cast<int64_t>(samples.size()) ? 0 : 1;
+  return all_ok ? 0 : 1;
 }
 
 const bool registered = register_command(
@@ -320,7 +383,9 @@ const bool registered = register_command(
       app.add_option("-m,--model", o->model, "Start a server in-process for this model (GGUF)");
       app.add_option("--url", o->url, "Target a running server instead (http://HOST:PORT)");
       app.add_option("--api-key", o->api_key, "Bearer key for --url");
-      app.add_option("-c,--clients", o->clients, "Concurrent streaming clients")->capture_default_str();
+      app.add_option("-c,--clients", o->clients, "Concurrent streaming clients; a list (1,4,16) runs each in turn")
+          ->delimiter(',')
+          ->capture_default_str();
       app.add_option("-n,--requests", o->requests, "Requests in all")->capture_default_str();
       app.add_option("--duration", o->duration_s, "Stop sending new requests after this many seconds")
           ->capture_default_str();
@@ -334,7 +399,8 @@ const bool registered = register_command(
                      "Words of a prefix every prompt starts with")->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable the prefix cache (with -m)");
       app.add_option("--seed", o->seed, "Seed of the request mix")->capture_default_str();
-      app.add_flag("--json", o->json_out, "Print only the JSON line");
+      app.add_flag("--json", o->json_out, "Print only the JSON line (one per concurrency)");
+      app.add_option("--svg", o->svg, "Draw TTFT and ITL distributions and throughput against concurrency (SVG)");
       return [o] { return bench_serve(*o); };
     });
 
