@@ -13,6 +13,8 @@
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/roofline_chart.h"
+#include "cli/target_model.h"
+#include "dist/communicator.h"
 #include "engine/engine.h"
 #include "formats/type_mix.h"
 #include "kernels/roofline.h"
@@ -148,9 +150,14 @@ int run(const BenchOptions& o) {
   if (!o.svg.empty() && !o.roofline) return fail(err("--svg draws the roofline: give --roofline too"));
   auto threads = parse_token_ids(o.threads_list);  // a list of non-negative integers
   if (!threads || threads->empty()) return fail(err("-t expects thread counts like 1,2"));
+  // The other ranks of a tensor-parallel run follow one model's passes and
+  // then exit (cli/target_model.h): one load per run.
+  const bool parallel = world().size() > 1;
+  if (parallel && (threads->size() != 1 || o.models.size() != 1))
+    return fail(err("under mpirun, bench takes one model (-m) and one thread count (-t)"));
   nlohmann::json all = nlohmann::json::array();
   std::vector<Chart> charts;  // one roofline per thread count
-  if (!o.json) {
+  if (!o.json && world().leads()) {
     std::printf("| model | type | threads | test | t/s | achieved | ceiling | %% of ceiling | bound |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
   }
@@ -160,7 +167,7 @@ int run(const BenchOptions& o) {
     std::vector<std::string> point_models;  // named on the picture only when they differ
     int32_t pool_threads = n_threads;
     for (const std::string& path : o.models) {
-      auto loaded = Model::load(path, load_mode(o.no_mmap));
+      auto loaded = load_target_model(path, load_mode(o.no_mmap), n_threads);
       if (!loaded) return fail(loaded.error());
       Model& m = **loaded;
       auto kv_type = kv_type_option(o.kv_type, m.kv_shape());

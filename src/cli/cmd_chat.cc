@@ -11,6 +11,7 @@
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
 #include "cli/engine_options.h"
 
 namespace duet::cli {
@@ -48,7 +49,7 @@ void print_turn_stats(int turn, const TurnStats& s) {
 }
 
 int chat(ChatOptions o) {
-  auto model = Model::load(o.model);
+  auto model = load_target_model(o.model, LoadMode::kMap, o.threads);
   if (!model) return fail(model.error());
   auto tmpl = resolve_chat_template(o.chat_template, **model);
   if (!tmpl) return fail(tmpl.error());

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
 #include "model/model.h"
 
 namespace duet::cli {
@@ -19,7 +20,7 @@ struct LogitsOptions {
 };
 
 int run(const LogitsOptions& o) {
-  auto model = Model::load(o.model);
+  auto model = load_target_model(o.model, LoadMode::kMap, o.threads);
   if (!model) return fail(model.error());
   Model& m = **model;
   std::vector<int32_t> ids;

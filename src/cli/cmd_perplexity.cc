@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
 #include "model/model.h"
 
 namespace duet::cli {
@@ -98,7 +99,7 @@ Result<Score> score_text(Model& m, const std::vector<int32_t>& ids, int32_t ctx,
 }
 
 int run(const PerplexityArgs& a) {
-  auto model = Model::load(a.model);
+  auto model = load_target_model(a.model, LoadMode::kMap, a.threads);
   if (!model) return fail(model.error());
   Model& m = **model;
   auto kv_type = kv_type_option(a.kv_type, m.kv_shape());

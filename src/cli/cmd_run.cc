@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
 #include "cli/engine_options.h"
 #include "cli/grammar_option.h"
 #include "engine/engine.h"
@@ -132,7 +133,7 @@ int run(RunOptions o) {
   auto grammar = load_grammar(o.grammar);
   if (!grammar) return fail(grammar.error());
 
-  auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
+  auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());
   const Tokenizer& tok = (*model)->tokenizer();
 

@@ -7,6 +7,7 @@
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/target_model.h"
 #include "cli/engine_options.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
@@ -44,7 +45,7 @@ int serve(const ServeOptions& o) {
   if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
   if (o.kv_mem_mib < 0) return fail(err("--kv-mem must be >= 0"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
-  auto model = Model::load(o.model, load_mode(o.engine.no_mmap));
+  auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());
 
   EngineConfig config;

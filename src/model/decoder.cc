@@ -14,6 +14,8 @@
 #include "core/memory_info.h"
 #include "model/moe.h"
 #include "model/packed_weights.h"
+#include "model/tensor_shard.h"
+#include "model/tp_step.h"
 
 namespace duet {
 namespace {
@@ -62,8 +64,13 @@ struct Workspace {
 
 class DecoderModel final : public Model {
  public:
-  DecoderModel(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer)
-      : Model(std::move(file), std::move(config), std::move(tokenizer)) {}
+  DecoderModel(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer, Communicator* comm)
+      : Model(std::move(file), std::move(config), std::move(tokenizer)),
+        comm_(comm && comm->size() > 1 ? comm : nullptr) {}
+  // Rank 0's model going away ends the run for the other ranks.
+  ~DecoderModel() override {
+    if (comm_ && comm_->leads()) lead_stop(*comm_);
+  }
 
   Status bind(LayerBinder bind_layer);
   Status bind_rope();
@@ -77,6 +84,12 @@ class DecoderModel final : public Model {
 
  private:
   Status check_layers() const;
+  Status shard_layers();
+  // Under tensor parallelism, proj [n][dim] holds this rank's partial sum
+  // of an output projection: the sum over ranks is the whole product.
+  void join_ranks(int32_t n) {
+    if (comm_) comm_->allreduce_sum(ws_.proj.data(), static_cast<size_t>(n) * static_cast<size_t>(config_.dim));
+  }
   const float* inv_freq(int layer) const {
     return config_.rope_base_local > 0.0f && config_.layer_slides(layer) ? inv_freq_local_.data() : inv_freq_.data();
   }
@@ -97,7 +110,7 @@ class DecoderModel final : public Model {
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
-  std::string load_notes() const override { return notes_; }
+  std::string load_notes() const override { return notes_.empty() ? shards_.notes() : notes_; }
   void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {
     if (observer_) observer_->observe(w, x, m);
@@ -118,7 +131,9 @@ class DecoderModel final : public Model {
   std::vector<float> inv_freq_;              // [rope_dim/2]
   std::vector<float> inv_freq_local_;        // the sliding layers' (rope_base_local), or empty
   std::vector<float> inv_freq_short_, inv_freq_long_;  // LongRoPE's two tables, or empty
-  std::deque<TensorView> slices_;            // row ranges of fused matrices
+  std::deque<TensorView> slices_;            // row ranges of fused matrices and of shards
+  Communicator* comm_ = nullptr;             // the ranks of a tensor-parallel run; null: one process
+  ShardSlicer shards_;                       // this rank's column ranges and bias ranges
   PackedWeights packed_;
   Workspace ws_;
   // Multi-head latent attention: each layer's attn_kv_b in f32, as its key
@@ -205,6 +220,7 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
   const ModelConfig& c = config_;
   if (c.n_heads / c.n_kv_heads > 64)
     return err(file_.path(), ": more than 64 query heads per KV head is unsupported");
+  if (comm_) DUET_TRY(check_shardable(c, comm_->size()));
   DUET_ASSIGN(embd_, require(file_, n::kTokenEmbd, c.dim, c.n_vocab));
   DUET_ASSIGN(output_norm_, require(file_, n::kOutputNorm, c.dim, 0));
   if (file_.tensor(n::kOutput)) {
@@ -244,6 +260,7 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
   config_.qkv_bias = layers_[0].bq != nullptr;
+  if (comm_) DUET_TRY(shard_layers());
   DUET_TRY(pack_matrices());
   return bind_rope();
 }
@@ -261,6 +278,41 @@ Status DecoderModel::check_layers() const {
   return {};
 }
 
+// This rank's heads and FFN columns (model/tensor_shard.h) in place of the
+// whole layers, before packing, so only the shard is packed and paged in;
+// the config then counts this rank's heads and width, which is all the
+// forward pass (and the KV cache's shape) needs to know.
+Status DecoderModel::shard_layers() {
+  const ModelConfig& c = config_;
+  const int r = comm_->rank(), ranks = comm_->size();
+  const int64_t q = c.q_dim() / ranks, kv = c.kv_dim() / ranks, ffn = c.ffn_dim / ranks;
+  WeightBinder binder(file_, slices_);
+  // A column range touches every row's pages: once copied, the mapped
+  // pages of the whole matrix go back.
+  const auto split_columns = [&](const TensorView*& m, int64_t first, int64_t count) -> Status {
+    const TensorView* whole = m;
+    DUET_ASSIGN(m, shards_.columns(*whole, first, count));
+    file_.drop_pages(*whole);
+    return {};
+  };
+  for (LayerWeights& w : layers_) {
+    w.wq = binder.rows(*w.wq, r * q, q);
+    w.wk = binder.rows(*w.wk, r * kv, kv);
+    w.wv = binder.rows(*w.wv, r * kv, kv);
+    w.bq = shards_.elements(w.bq, r * q, q);
+    w.bk = shards_.elements(w.bk, r * kv, kv);
+    w.bv = shards_.elements(w.bv, r * kv, kv);
+    w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
+    w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
+    DUET_TRY(split_columns(w.wo, r * q, q));
+    DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
+  }
+  config_.n_heads /= ranks;
+  config_.n_kv_heads /= ranks;
+  config_.ffn_dim /= ranks;
+  return {};
+}
+
 // After bind: every matrix the int8 kernels can take packed is swapped for
 // its packed copy. A tied head's packed copy serves the embedding too
 // (embed() unpacks its rows), so the matrix is held once. The mapped pages
@@ -272,7 +324,10 @@ Status DecoderModel::pack_matrices() {
     for (const TensorView** slot : slots) sources.push_back(*slot);
     DUET_TRY(packed_.pack(slots));
     for (size_t i = 0; i < slots.size(); ++i)
-      if (*slots[i] != sources[i]) file_.drop_pages(*sources[i]);
+      if (*slots[i] != sources[i]) {
+        file_.drop_pages(*sources[i]);
+        shards_.release(sources[i]);
+      }
     return {};
   };
   const bool tied = output_ == embd_;
@@ -607,6 +662,7 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   });
 
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  join_ranks(n);
   add_residual(w.post_attn_norm, n, pool);
 }
 
@@ -814,6 +870,7 @@ void DecoderModel::dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool)
   mm_shared({w.w_gate, w.w_up}, ws_.xn.data(), n, {ws_.gate.data(), ws_.up.data()}, pool);
   glu_rows(ws_.gate.data(), ws_.up.data(), n, static_cast<size_t>(config_.ffn_dim), pool);
   mm(*w.w_down, ws_.gate.data(), n, ws_.proj.data(), pool);
+  join_ranks(n);
 }
 
 // Every active expert runs once over the rows routed to it (all of a
@@ -897,6 +954,7 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
   DUET_TRY(check_batch(batch, cache));
   const int32_t n = batch.size();
   if (n == 0) return {};
+  if (comm_ && comm_->leads()) lead_forward(*comm_, batch, cache);
   ensure_workspace(n);
   embed(batch);
   plan_attention(batch);
@@ -913,6 +971,7 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
             config_.dim, config_.rms_eps);
     ++m;
   }
+  if (!logits) return {};
   if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
   if (const float cap = config_.final_softcap; cap > 0.0f && m > 0)
     for_rows(pool, m, static_cast<size_t>(config_.n_vocab), [&](int32_t i) {
@@ -924,6 +983,7 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
 
 void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
                             int32_t delta, ThreadPool& pool) {
+  if (comm_ && comm_->leads()) lead_shift_keys(*comm_, cache, table, begin, end, delta);
   const ModelConfig& c = config_;
   const auto rotate = c.rope_layout == RopeLayout::kNeox ? rope_neox : rope;
   const KvShape shape = kv_shape();
@@ -957,8 +1017,8 @@ void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t b
 }  // namespace
 
 Result<std::unique_ptr<Model>> load_decoder(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer,
-                                            LayerBinder bind_layer) {
-  auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(tokenizer));
+                                            LayerBinder bind_layer, Communicator* comm) {
+  auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(tokenizer), comm);
   DUET_TRY(model->bind(bind_layer));
   return std::unique_ptr<Model>(std::move(model));
 }

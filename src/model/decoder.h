@@ -91,7 +91,8 @@ class WeightBinder {
 // Binds layer `layer`'s tensors into `w` the architecture's way.
 using LayerBinder = Status (*)(WeightBinder& b, const ModelConfig& c, int layer, LayerWeights& w);
 
+// `comm` (may be null: one process) as for Model::load.
 Result<std::unique_ptr<Model>> load_decoder(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer,
-                                            LayerBinder bind_layer);
+                                            LayerBinder bind_layer, Communicator* comm = nullptr);
 
 }  // namespace duet

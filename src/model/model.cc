@@ -19,7 +19,7 @@ Result<GgufFile> open_model_file(const std::string& path, LoadMode mode) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path, LoadMode mode) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, LoadMode mode, Communicator* comm) {
   DUET_ASSIGN(GgufFile file, open_model_file(path, mode));
   DUET_ASSIGN(ModelConfig config, read_model_config(file));
   DUET_ASSIGN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(file));
@@ -30,7 +30,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, LoadMode mod
   const LayerBinder bind_layer = layer_binder(config.arch);
   if (!bind_layer)
     return err(path, ": unsupported architecture '", config.arch, "' (supported: ", kSupportedArchitectures, ")");
-  return load_decoder(std::move(file), std::move(config), std::move(tokenizer), bind_layer);
+  return load_decoder(std::move(file), std::move(config), std::move(tokenizer), bind_layer, comm);
 }
 
 }  // namespace duet

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "dist/communicator.h"
 #include "formats/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
@@ -21,8 +22,14 @@ class Model {
  public:
   // Opens a GGUF file, validates config and every weight's shape and dtype.
   // `mode` chooses mapping or reading the file (core/mapped_file.h); a
-  // Hugging Face folder is always mapped.
-  static Result<std::unique_ptr<Model>> load(const std::string& path, LoadMode mode = LoadMode::kMap);
+  // Hugging Face folder is always mapped. With a communicator of more than
+  // one rank (not owned; it must outlive the model) the model is this
+  // rank's tensor-parallel shard (model/tensor_shard.h): config() and
+  // kv_shape() then count this rank's heads and FFN width, forward() on
+  // rank 0 announces each pass to the others (model/tp_step.h), and on the
+  // others takes logits == nullptr.
+  static Result<std::unique_ptr<Model>> load(const std::string& path, LoadMode mode = LoadMode::kMap,
+                                             Communicator* comm = nullptr);
   virtual ~Model() = default;
 
   const ModelConfig& config() const { return config_; }
@@ -44,7 +51,7 @@ class Model {
   // Runs the batch: writes K/V of every row into the cache through its
   // sequence's block table, attends causally over each sequence's cache, and
   // writes logits [batch.n_logits()][n_vocab] for the rows that want them, in
-  // row order. Fails (without touching the cache) on an out-of-range token.
+  // row order (none when logits is nullptr). Fails (without touching the cache) on an out-of-range token.
   virtual Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
                          float* logits) = 0;
 

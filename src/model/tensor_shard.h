@@ -1,0 +1,49 @@
+// One rank's part of a tensor-parallel model (docs/scaling.md): of N ranks,
+// rank r keeps query heads [r·H/N, (r+1)·H/N) with their KV heads, and FFN
+// columns [r·F/N, (r+1)·F/N). q, k, v, gate and up are split by output rows
+// (each rank computes its heads' and columns' outputs); the attention output
+// and FFN down projections are split by input columns, so each rank's
+// product is a partial sum of the full one, and an allreduce joins them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "formats/model_config.h"
+
+namespace duet {
+
+// Why `c` cannot be split over `ranks` ranks (heads, KV heads or FFN width
+// not divisible; experts and latent attention not split yet), or nothing.
+Status check_shardable(const ModelConfig& c, int ranks);
+
+// Column ranges of matrices and element ranges of vectors, as views that
+// live as long as this object. A column range of a quantized matrix is a
+// copy of whole blocks from every row; where the range does not fall on
+// block boundaries it is dequantized to F32 instead (and noted).
+class ShardSlicer {
+ public:
+  // Columns [first, first + count) of every row of `m` (file layout).
+  Result<const TensorView*> columns(const TensorView& m, int64_t first, int64_t count);
+  // Elements [first, first + count) of an F32 vector; null stays null.
+  const TensorView* elements(const TensorView* v, int64_t first, int64_t count);
+  // Frees the bytes behind `view` if it is one of this slicer's column
+  // copies (once packing has copied it again); anything else is ignored.
+  void release(const TensorView* view);
+  // What had to fall back to F32, for Model::load_notes(); empty if nothing.
+  const std::string& notes() const { return notes_; }
+
+ private:
+  struct Slice {
+    TensorView view;
+    std::vector<uint8_t> bytes;  // empty for a vector range (a view of the file)
+  };
+  std::deque<Slice> slices_;
+  std::string notes_;
+};
+
+}  // namespace duet

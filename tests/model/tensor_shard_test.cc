@@ -1,0 +1,114 @@
+// One rank's slices of a tensor-parallel model (model/tensor_shard.h): a
+// column range of a quantized matrix is its whole blocks, a range that
+// splits blocks is the same columns in F32, and a shape that cannot be
+// split is refused by name. (The sharded forward pass itself is compared
+// with one process's under mpirun: tests/mpi/.)
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/type_kernels.h"
+#include "model/tensor_shard.h"
+
+namespace duet {
+namespace {
+
+constexpr int64_t kRows = 3, kCols = 128;
+
+// A Q8_0 matrix [kRows][kCols] of distinct values, and its rows in float.
+struct Q8Matrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // dequantized
+  TensorView view;
+  Q8Matrix() {
+    const TypeKernels* k = type_kernels(DType::Q8_0);
+    const size_t row = *row_bytes(DType::Q8_0, kCols);
+    bytes.resize(row * kRows);
+    std::vector<float> x(kCols);
+    values.resize(static_cast<size_t>(kRows * kCols));
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t c = 0; c < kCols; ++c) x[static_cast<size_t>(c)] = static_cast<float>((r * 37 + c * 11) % 23) - 11.0f;
+      k->from_float(x.data(), &bytes[static_cast<size_t>(r) * row], kCols);
+      k->to_float(&bytes[static_cast<size_t>(r) * row], &values[static_cast<size_t>(r * kCols)], kCols);
+    }
+    view.name = "m";
+    view.dtype = DType::Q8_0;
+    view.n_dims = 2;
+    view.ne = {kCols, kRows, 1, 1};
+    view.data = bytes.data();
+    view.nbytes = bytes.size();
+  }
+};
+
+// The columns [first, first + count) of every row of `m`, through `slice`.
+void expect_columns(const Q8Matrix& m, const TensorView& slice, int64_t first, int64_t count) {
+  ASSERT_EQ(slice.ne[0], count);
+  ASSERT_EQ(slice.rows(), kRows);
+  std::vector<float> row(static_cast<size_t>(count));
+  for (int64_t r = 0; r < kRows; ++r) {
+    type_kernels(slice.dtype)->to_float(slice.row(r), row.data(), count);
+    for (int64_t c = 0; c < count; ++c)
+      EXPECT_EQ(row[static_cast<size_t>(c)], m.values[static_cast<size_t>(r * kCols + first + c)]) << r << "," << c;
+  }
+}
+
+TEST(TensorShard, WholeBlocksStayQuantized) {
+  Q8Matrix m;
+  ShardSlicer s;
+  auto slice = s.columns(m.view, 64, 64);
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ((*slice)->dtype, DType::Q8_0);
+  expect_columns(m, **slice, 64, 64);
+  EXPECT_TRUE(s.notes().empty());
+}
+
+TEST(TensorShard, SplitBlocksBecomeF32WithANote) {
+  Q8Matrix m;
+  ShardSlicer s;
+  auto slice = s.columns(m.view, 48, 40);
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ((*slice)->dtype, DType::F32);
+  expect_columns(m, **slice, 48, 40);
+  EXPECT_NE(s.notes().find("F32"), std::string::npos) << s.notes();
+}
+
+TEST(TensorShard, ElementsOfAVector) {
+  std::vector<float> v{0, 1, 2, 3, 4, 5};
+  TensorView t;
+  t.ne = {6, 1, 1, 1};
+  t.n_dims = 1;
+  t.data = v.data();
+  t.nbytes = v.size() * sizeof(float);
+  ShardSlicer s;
+  const TensorView* e = s.elements(&t, 3, 3);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->ne[0], 3);
+  EXPECT_EQ(static_cast<const float*>(e->data)[0], 3.0f);
+  EXPECT_EQ(s.elements(nullptr, 0, 1), nullptr);
+}
+
+TEST(TensorShard, RefusesShapesThatDoNotSplit) {
+  ModelConfig c;
+  c.arch = "llama";
+  c.n_heads = 8;
+  c.n_kv_heads = 2;
+  c.ffn_dim = 96;
+  EXPECT_TRUE(check_shardable(c, 1).ok());
+  EXPECT_TRUE(check_shardable(c, 2).ok());
+  Status kv = check_shardable(c, 4);
+  ASSERT_FALSE(kv.ok());
+  EXPECT_NE(kv.error().message.find("cannot split 2 KV heads over 4 ranks"), std::string::npos) << kv.error().message;
+  c.n_kv_heads = 8;
+  c.ffn_dim = 90;
+  Status ffn = check_shardable(c, 4);
+  ASSERT_FALSE(ffn.ok());
+  EXPECT_NE(ffn.error().message.find("FFN width 90"), std::string::npos) << ffn.error().message;
+  c.ffn_dim = 96;
+  c.n_experts = 8;
+  Status moe = check_shardable(c, 2);
+  ASSERT_FALSE(moe.ok());
+  EXPECT_NE(moe.error().message.find("mixture-of-experts"), std::string::npos) << moe.error().message;
+}
+
+}  // namespace
+}  // namespace duet

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Tensor parallelism under `mpirun -np 2` against one process (docs/scaling.md).
+# Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
+#   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
+#   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
+#   perplexity             duet perplexity (several KV caches in turn) agrees
+#   unsplittable           3 KV heads over 2 ranks: rank 0's error, before any work
+#   rank-death RANK        kill -9 one rank mid-generation: mpirun exits nonzero within seconds
+set -u
+DUET=$1 SRC=$2 SHARED=$3 CASE=$4
+shift 4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2)
+TOKENS="1 5 9 200 33 47 100 7 300 12 13 14 15 16 17 18 19 20 21"
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A random-weight model whose per-rank column ranges (256 of q_dim, 512 of
+# the FFN) are whole activation groups, so quantized products match too.
+synth() {  # ARCH OUT
+  local preset=()
+  case $1 in
+    gemma2) preset=(--like gemma2-2b --ctx 4096) ;;
+    gemma3) preset=(--like gemma3-1b --ctx 4096) ;;
+    *) preset=(--arch "$1" --ctx 256) ;;
+  esac
+  "$DUET" synth "${preset[@]}" --tied --dim 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 1024 --layers 2 \
+    --vocab-size 512 --seed 7 -o "$2" >/dev/null 2>&1 || fail "synth $1"
+}
+
+case $CASE in
+  logits)
+    arch=$1 type=$2 btl=$3
+    synth "$arch" "$TMP/f32.gguf"
+    model="$TMP/f32.gguf"
+    if [ "$type" != f32 ]; then
+      "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" "$type" >/dev/null 2>&1 || fail "quantize $type"
+      model="$TMP/q.gguf"
+    fi
+    "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
+      || fail "two ranks"
+    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" 1e-5 || fail "logits differ"
+    ;;
+  greedy)
+    model=$1
+    [ -f "$model" ] || model="$SHARED/models/$1/$1.gguf"
+    run=(run -m "$model" -p "Once upon a time" -n 64 --temp 0 --ignore-eos -t 1 -c 48 --kv-window 32 --kv-sinks 4)
+    "$DUET" "${run[@]}" >"$TMP/one.txt" 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" "$DUET" "${run[@]}" >"$TMP/two.txt" 2>"$TMP/two.err" || { cat "$TMP/two.err"; fail "two ranks"; }
+    echo "one: $(cat "$TMP/one.txt")"
+    echo "two: $(cat "$TMP/two.txt")"
+    [ "$(wc -w <"$TMP/one.txt")" -gt 30 ] || fail "too little text"
+    cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
+    # Speculative decoding: the draft model runs unsharded on rank 0, the
+    # target verifies several tokens per pass across the ranks.
+    "${MPIRUN[@]}" "$DUET" "${run[@]}" --draft "$model" --draft-max 4 >"$TMP/spec.txt" 2>"$TMP/spec.err" \
+      || { cat "$TMP/spec.err"; fail "two ranks, speculative"; }
+    grep -q "drafts accepted" "$TMP/spec.err" || fail "no speculation happened"
+    cmp "$TMP/one.txt" "$TMP/spec.txt" || fail "speculative greedy text differs"
+    ;;
+  perplexity)
+    # Windows of their own KV caches, scored by forward passes called directly.
+    model="$SHARED/models/stories260K/stories260K.gguf"
+    "$DUET" run -m "$model" -p "Once upon a time" -n 150 --temp 0 -t 1 >"$TMP/story.txt" 2>/dev/null || fail "story"
+    ppl=(perplexity -m "$model" -f "$TMP/story.txt" -c 64 -t 1 --json)
+    "$DUET" "${ppl[@]}" >"$TMP/one.json" 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" "$DUET" "${ppl[@]}" >"$TMP/two.json" 2>/dev/null || fail "two ranks"
+    python3 - "$TMP/one.json" "$TMP/two.json" <<'PY' || fail "perplexity differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print(f"perplexity: one {a['perplexity']}, two {b['perplexity']}, windows {a['windows']}")
+sys.exit(0 if a["windows"] > 1 and abs(a["perplexity"] - b["perplexity"]) < 1e-4 * a["perplexity"] else 1)
+PY
+    ;;
+  unsplittable)
+    "$DUET" synth --arch llama --dim 240 --heads 6 --kv-heads 3 --head-dim 40 --ffn 512 --layers 1 \
+      --vocab-size 512 --ctx 64 -o "$TMP/odd.gguf" >/dev/null 2>&1 || fail "synth"
+    timeout 30 "${MPIRUN[@]}" "$DUET" logits -m "$TMP/odd.gguf" --tokens "1 2 3" -o "$TMP/out.bin" -t 1 \
+      >"$TMP/out.txt" 2>&1
+    rc=$?
+    cat "$TMP/out.txt"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc (want an error, not success or a hang)"
+    [ "$(grep -c 'duet: error: cannot split 3 KV heads over 2 ranks' "$TMP/out.txt")" -eq 1 ] \
+      || fail "want the split error exactly once (from rank 0)"
+    [ ! -e "$TMP/out.bin" ] || fail "logits were written"
+    ;;
+  rank-death)
+    victim=$1
+    model="$SHARED/models/stories260K/stories260K.gguf"
+    # A window lets generation run on past the context until killed.
+    "${MPIRUN[@]}" "$DUET" run -m "$model" -p "Once upon a time" -n 100000000 --ignore-eos -t 1 -c 64 \
+      --kv-window 32 >/dev/null 2>"$TMP/err.txt" &
+    launcher=$!
+    pid=""
+    for _ in $(seq 100); do
+      for child in $(pgrep -P "$launcher"); do
+        tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && pid=$child
+      done
+      [ -n "$pid" ] && break
+      sleep 0.1
+    done
+    [ -n "$pid" ] || { kill "$launcher"; fail "rank $victim never started"; }
+    sleep 2  # well into generation
+    kill -0 "$launcher" 2>/dev/null || { cat "$TMP/err.txt"; fail "the job ended before the kill"; }
+    start=$(date +%s%N)
+    kill -9 "$pid"
+    for _ in $(seq 150); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$launcher" 2>/dev/null; then
+      kill -9 "$launcher"
+      fail "the other rank still runs 15 s after rank $victim died"
+    fi
+    wait "$launcher"
+    rc=$?
+    elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+    echo "rank $victim killed: mpirun exited $rc after $elapsed_ms ms"
+    [ $rc -ne 0 ] || fail "exit status 0 after a rank died"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo PASS
