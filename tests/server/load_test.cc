@@ -64,7 +64,7 @@ TEST(ServerHostile, MalformedRequestsGetErrorsAndTheServerLives) {
 
 TEST(ServerHostile, AStalledPartialRequestIsDropped) {
   HarnessOptions o;
-  o.server.read_timeout_s = 1;
+  o.server.http.header_timeout_ms = 1000;
   TestServer s(o);
   ASSERT_TRUE(s.ok());
   // The client waits ten times the server's read timeout: a close seen
