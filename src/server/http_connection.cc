@@ -126,7 +126,7 @@ void HttpConnection::serve(const HttpRequest& req) {
 // whole body was written.
 bool HttpConnection::stream(HttpResponse& res, bool chunked) {
   ConnectionSink sink([this](std::string s) { return write_blocking(std::move(s)); }, chunked);
-  bool ok = write_blocking(response_head(res, -1, !chunked));
+  bool ok = write_blocking(response_head(res, chunked ? kChunked : kUntilClose, !chunked));
   while (ok && !sink.is_done() && !gone_.load()) ok = res.provider(sink);
   const bool done = ok && sink.is_done() && (!chunked || write_blocking(chunk({})));
   if (res.on_end) res.on_end(done);

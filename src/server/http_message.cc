@@ -53,7 +53,8 @@ std::string response_head(const HttpResponse& res, long long length, bool close)
   std::string h = "HTTP/1.1 " + std::to_string(res.status) + " " + status_reason(res.status) + "\r\n";
   if (!res.content_type.empty()) h += "Content-Type: " + res.content_type + "\r\n";
   for (const auto& [k, v] : res.headers) h += k + ": " + v + "\r\n";
-  h += length < 0 ? std::string("Transfer-Encoding: chunked\r\n") : "Content-Length: " + std::to_string(length) + "\r\n";
+  if (length == kChunked) h += "Transfer-Encoding: chunked\r\n";
+  else if (length >= 0) h += "Content-Length: " + std::to_string(length) + "\r\n";
   if (close) h += "Connection: close\r\n";
   return h + "\r\n";
 }

@@ -65,7 +65,12 @@ struct HttpResponse {
 // "OK", "Not Found", ... for the statuses duet sends.
 const char* status_reason(int status);
 
-// The status line and headers; `length` < 0: chunked. close: Connection: close.
+// How a response's body is delimited.
+constexpr long long kChunked = -1;     // chunked transfer coding (HTTP/1.1)
+constexpr long long kUntilClose = -2;  // by closing the connection (HTTP/1.0 streams)
+
+// The status line and headers; `length`: the body's size, or kChunked or
+// kUntilClose. close: Connection: close.
 std::string response_head(const HttpResponse& res, long long length, bool close);
 
 // One chunk of a chunked body; an empty `data` gives the last chunk.
