@@ -1,5 +1,5 @@
 // The transport's limits against clients that break them: an oversized
-// head (431) or body (413), a head sent too slowly (408 and closed), too
+// head (431) or body (413), a head or body sent too slowly (408 and closed), too
 // many connections from one address (429), and malformed or pipelined
 // garbage (400) — the server answers each and goes on serving.
 #include <gtest/gtest.h>
@@ -78,6 +78,20 @@ TEST(HttpLimits, AHeadTrickledPastTheTimeoutIsClosed) {
   EXPECT_TRUE(closed);
   EXPECT_EQ(status_line(reply), "HTTP/1.1 408 Request Timeout") << reply;
   EXPECT_TRUE(healthy(s));
+}
+
+TEST(HttpLimits, ABodyNotSentInTimeIs408AndClosed) {
+  HarnessOptions o;
+  o.server.http.body_timeout_ms = 300;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  RawSocket sock(s.port(), /*recv_timeout_s=*/10);
+  ASSERT_TRUE(sock.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\""));
+  bool closed = false;
+  const std::string reply = sock.read_all(&closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(status_line(reply), "HTTP/1.1 408 Request Timeout") << reply;
+  EXPECT_NE(reply.find("body was not sent in time"), std::string::npos) << reply;
 }
 
 TEST(HttpLimits, ConnectionsPerClientAddressAreCapped) {
