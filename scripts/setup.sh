@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev pkg-config
+packages=(cmake g++ ninja-build libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libasio-dev libssl-dev pkg-config
           python3-torch python3-numpy python3-sentencepiece python3-jinja2
           openmpi-bin libopenmpi-dev  # tensor parallelism (docs/scaling.md)
           clang libclang-rt-dev)  # clang: the sanitized build and libFuzzer (scripts/asan_build.sh)

@@ -338,6 +338,8 @@ int bench_serve(const BenchServeOptions& o) {
     sc.port = 0;
     sc.model_name = std::filesystem::path(o.model).stem().string();
     sc.http_threads = max_clients + 8;
+    // Every client (and the KV sampler) connects from loopback.
+    sc.http.max_conns_per_address = std::max(sc.http.max_conns_per_address, max_clients + 8);
     srv = std::make_unique<server::OpenAiServer>(*model, *loop, sc);
     auto p = srv->bind();
     if (!p) return fail(p.error());

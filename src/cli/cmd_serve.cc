@@ -1,7 +1,13 @@
 // duet serve: the OpenAI-compatible HTTP server over one model.
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "cli/chat_template_option.h"
@@ -27,23 +33,64 @@ struct ServeOptions {
   int32_t max_queue = 64;
   int32_t kv_blocks = 0;
   double kv_mem_mib = 0;
-  int read_timeout = 10;
+  server::HttpLimits http;
+  double header_timeout = 10;
+  double body_timeout = 30;
+  int32_t max_tokens = 0;
+  int32_t max_prompt_tokens = 0;
+  double request_timeout = 600;
+  double shutdown_timeout = 20;
   bool no_prefix_cache = false;
   EngineOptions engine;
 };
 
+// The server the signal thread drains; null once it has stopped.
+std::mutex g_server_mu;
 server::OpenAiServer* g_server = nullptr;
 
-void on_signal(int) {
-  // httplib's stop() only shuts the listening socket: safe enough here.
-  if (g_server) g_server->stop();
+// SIGINT and SIGTERM are blocked in every thread (so set before any starts)
+// and taken by this one: the first drains the server, letting running
+// requests finish for the grace period; a second exits at once.
+void watch_signals(sigset_t set, std::chrono::milliseconds grace) {
+  int sig = 0;
+  if (sigwait(&set, &sig) != 0) return;
+  std::fprintf(stderr, "duet: %s: no new connections; running requests have %.1f s to finish (again: exit now)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", static_cast<double>(grace.count()) / 1e3);
+  {
+    std::lock_guard lock(g_server_mu);
+    if (g_server) g_server->drain(grace);
+  }
+  if (sigwait(&set, &sig) != 0) return;
+  std::fprintf(stderr, "duet: second signal: exiting now\n");
+  std::_Exit(128 + sig);
+}
+
+// Every connection is a descriptor: the soft limit (often 1024) would cap
+// the server far below what the event loop holds, so take the hard one.
+void raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
 }
 
 int serve(const ServeOptions& o) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
   if (o.max_seqs < 1) return fail(err("--max-seqs must be >= 1"));
   if (o.max_batch_tokens < 1) return fail(err("--max-batch-tokens must be >= 1"));
   if (o.max_queue < 0) return fail(err("--max-queue must be >= 0"));
   if (o.kv_mem_mib < 0) return fail(err("--kv-mem must be >= 0"));
+  if (o.header_timeout <= 0 || o.body_timeout <= 0) return fail(err("--header-timeout and --body-timeout must be > 0"));
+  if (o.max_tokens < 0 || o.max_prompt_tokens < 0 || o.request_timeout < 0 || o.shutdown_timeout < 0)
+    return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
+  if (o.http.max_conns_per_address < 1) return fail(err("--max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
   auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());
@@ -72,8 +119,15 @@ int serve(const ServeOptions& o) {
     if (sc.api_key.empty()) return fail(err(o.api_key_file, ": the API key file's first line is empty"));
   }
   sc.model_name = std::filesystem::path(o.model).stem().string();
-  sc.read_timeout_s = o.read_timeout;
+  sc.http = o.http;
+  sc.http.header_timeout_ms = static_cast<int32_t>(o.header_timeout * 1000);
+  sc.http.body_timeout_ms = static_cast<int32_t>(o.body_timeout * 1000);
+  // Every request in flight may hold a worker (streams do), plus a few for
+  // quick ones (/health, /metrics, refusals) meanwhile.
   sc.http_threads = o.max_seqs + o.max_queue + 8;
+  sc.max_tokens_limit = o.max_tokens;
+  sc.max_prompt_tokens = o.max_prompt_tokens;
+  sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
   auto tmpl = resolve_chat_template(o.chat_template, **model);
@@ -82,10 +136,13 @@ int serve(const ServeOptions& o) {
   server::OpenAiServer srv(**model, loop, sc);
   auto port = srv.bind();
   if (!port) return fail(port.error());
-  g_server = &srv;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGPIPE, SIG_IGN);
+  {
+    std::lock_guard lock(g_server_mu);
+    g_server = &srv;
+  }
+  std::thread(watch_signals, signals,
+              std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000)))
+      .detach();
   std::fprintf(stderr,
                "duet: serving %s on http://%s:%d (context %d, %d KV blocks of %s, %.1f MiB, "
                "%zu bytes/token, up to %d sequences)\n",
@@ -95,7 +152,10 @@ int serve(const ServeOptions& o) {
                engine.cache().bytes_per_token(), o.max_seqs);
   std::fflush(stderr);
   const bool ok = srv.listen();
-  g_server = nullptr;
+  {
+    std::lock_guard lock(g_server_mu);
+    g_server = nullptr;
+  }
   return ok ? 0 : fail(err("the server stopped with an error"));
 }
 
@@ -112,14 +172,34 @@ const bool registered = register_command(
       app.add_option("--chat-template", o->chat_template, chat_template_option_help());
       app.add_option("--max-seqs", o->max_seqs, "Sequences decoded together")->capture_default_str();
       app.add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per engine step")->capture_default_str();
-      app.add_option("--max-queue", o->max_queue, "Requests waiting beyond --max-seqs before 503")
+      app.add_option("--max-queue", o->max_queue, "Requests waiting beyond --max-seqs; more get 429 with Retry-After")
           ->capture_default_str();
       app.add_option("--kv-blocks", o->kv_blocks, "KV cache blocks of 16 tokens (0: max-seqs full contexts)")
           ->capture_default_str();
       app.add_option("--kv-mem", o->kv_mem_mib, "KV cache memory in MiB (0: from --kv-blocks); "
                      "a smaller --kv-type fits more tokens in it")
           ->capture_default_str();
-      app.add_option("--read-timeout", o->read_timeout, "Seconds a client may stall mid-request")
+      app.add_option("--header-timeout", o->header_timeout,
+                     "Seconds a client has to send a request's head (and an idle keep-alive connection lasts)")
+          ->capture_default_str();
+      app.add_option("--body-timeout", o->body_timeout, "Seconds a client has to send a request's body")
+          ->capture_default_str();
+      app.add_option("--max-header-bytes", o->http.max_header_bytes, "Largest request head; more get 431")
+          ->capture_default_str();
+      app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; more get 413")
+          ->capture_default_str();
+      app.add_option("--max-conns-per-client", o->http.max_conns_per_address,
+                     "Open connections from one client address; more get 429 and are closed")
+          ->capture_default_str();
+      app.add_option("--max-tokens", o->max_tokens, "Largest max_tokens a request may ask (0: no cap)")
+          ->capture_default_str();
+      app.add_option("--max-prompt-tokens", o->max_prompt_tokens, "Longest prompt in tokens (0: the context)")
+          ->capture_default_str();
+      app.add_option("--request-timeout", o->request_timeout,
+                     "Seconds a request may run; then it ends with an error (0: no limit)")
+          ->capture_default_str();
+      app.add_option("--shutdown-timeout", o->shutdown_timeout,
+                     "Seconds running requests may go on after SIGTERM/SIGINT before they are ended")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
       add_engine_options(app, &o->engine);

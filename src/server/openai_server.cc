@@ -1,12 +1,12 @@
 #include "server/openai_server.h"
 
-#include <sys/socket.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -31,22 +31,26 @@ bool same_secret(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(dump(e.to_json()), "application/json");
 }
 
-ApiError error_for_status(int status, const httplib::Request& req, size_t max_body) {
+// What the transport refused (a malformed request, a limit, a slow client)
+// as an OpenAI error, so every client sees one error shape.
+ApiError transport_error(int status, const std::string& message, const HttpLimits& limits) {
   switch (status) {
-    case 404: return {404, "unknown route: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"};
-    case 405: return {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"};
+    case 408: return {408, message, "invalid_request_error", "", "request_timeout"};
     case 413:
-      return {413, "the request body is larger than " + std::to_string(max_body) + " bytes",
+      return {413, "the request body is larger than " + std::to_string(limits.max_body_bytes) + " bytes",
               "invalid_request_error", "", "payload_too_large"};
-    case 414: return {414, "the request URI is too long", "invalid_request_error", "", "uri_too_long"};
+    case 429: return {429, message, "rate_limit_error", "", "too_many_connections"};
+    case 431:
+      return {431, "the request head is larger than " + std::to_string(limits.max_header_bytes) + " bytes",
+              "invalid_request_error", "", "header_too_large"};
     default:
-      if (status >= 500) return {status, "internal server error", "server_error", "", ""};
-      return {status, "malformed HTTP request", "invalid_request_error", "", ""};
+      if (status >= 500) return {status, message, "server_error", "", ""};
+      return {status, "malformed HTTP request: " + message, "invalid_request_error", "", ""};
   }
 }
 
@@ -128,13 +132,19 @@ void cancel_unless_finished(Channel& channel, EngineLoop& loop) {
 }
 
 
-void respond_whole(httplib::Response& res, std::shared_ptr<Channel> channel,
-                   std::shared_ptr<ResponseShape> shape, EngineLoop& loop, int32_t wait_ms) {
+// The error that ends a request the server gave up on (deadline, shutdown).
+using Overdue = std::function<std::optional<ApiError>()>;
+
+void respond_whole(HttpResponse& res, std::shared_ptr<Channel> channel,
+                   std::shared_ptr<ResponseShape> shape, EngineLoop& loop, int32_t wait_ms,
+                   std::chrono::steady_clock::time_point request_deadline, Overdue overdue) {
   auto whole = std::make_shared<WholeResponse>(*shape);
   {
-    // Most requests finish quickly: wait, then answer with the right status.
+    // Most requests finish quickly: wait, then answer with the right status
+    // (an error one if the request's own deadline comes first).
     std::unique_lock lock(channel->mu);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    const auto deadline =
+        std::min(request_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
     while (!whole->take(*channel, *shape))
       if (!channel->cv.wait_until(lock, deadline, [&] { return !channel->events.empty(); })) break;
     if (whole->last) {
@@ -144,21 +154,27 @@ void respond_whole(httplib::Response& res, std::shared_ptr<Channel> channel,
       return;
     }
   }
+  if (auto e = overdue()) {
+    loop.cancel(channel->id);
+    return send_error(res, *e);
+  }
   // A long one: the status is sent now and the JSON follows a run of
   // spaces (JSON allows leading whitespace), one every quarter second, so a
   // client that has gone away is noticed by a failed write and its request
   // cancelled instead of generating for nobody.
   res.set_chunked_content_provider(
       "application/json",
-      [channel, shape, whole](size_t, httplib::DataSink& sink) {
+      [channel, shape, whole, overdue, &loop](DataSink& sink) {
         bool finished;
         {
           std::unique_lock lock(channel->mu);
           channel->cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return !channel->events.empty(); });
           finished = whole->take(*channel, *shape);
         }
-        if (!finished) return sink.write(" ", 1);
-        const std::string body = whole->body(*shape, channel->timings);
+        std::optional<ApiError> late = finished ? std::nullopt : overdue();
+        if (!finished && !late) return sink.write(" ", 1);
+        if (late) loop.cancel(channel->id);
+        const std::string body = late ? dump(late->to_json()) : whole->body(*shape, channel->timings);
         if (!sink.write(body.data(), body.size())) return false;
         sink.done();
         return true;
@@ -170,94 +186,76 @@ void respond_whole(httplib::Response& res, std::shared_ptr<Channel> channel,
 }  // namespace
 
 OpenAiServer::OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config)
-    : model_(model), loop_(loop), config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
-  // httplib's defaults, plus a note of the socket so bind() can widen its
-  // backlog.
-  http_->set_socket_options([this](int fd) {
-    httplib::default_socket_options(fd);
-    listen_fd_ = fd;
-  });
-  routes();
+    : model_(model), loop_(loop), config_(std::move(config)) {
+  http_ = std::make_unique<HttpServer>(
+      config_.http, std::max(4, config_.http_threads),
+      [this](const HttpRequest& req, HttpResponse& res) { route(req, res); },
+      [this](int status, const std::string& message, HttpResponse& res) {
+        send_error(res, transport_error(status, message, config_.http));
+        if (status == 429) res.set_header("Retry-After", "1");
+      });
 }
 
-// httplib (as Debian builds it) listens with a backlog of 5: a burst of
-// connections beyond that (16 clients starting at once) had some dropped
-// by the kernel before accept, and those clients saw their connection
-// reset. A second listen() on the bound socket sets the backlog anew.
-Status OpenAiServer::widen_backlog() {
-  if (listen_fd_ < 0 || ::listen(listen_fd_, SOMAXCONN) != 0)
-    return err("cannot set the listen backlog on ", config_.host);
-  return {};
+OpenAiServer::~OpenAiServer() = default;
+
+Result<int> OpenAiServer::bind() { return http_->bind(config_.host, config_.port); }
+
+bool OpenAiServer::listen() {
+  http_->run();
+  return true;
 }
-
-OpenAiServer::~OpenAiServer() { stop(); }
-
-Result<int> OpenAiServer::bind() {
-  if (config_.port == 0) {
-    const int port = http_->bind_to_any_port(config_.host);
-    if (port <= 0) return err("cannot listen on ", config_.host, " (any port)");
-    DUET_TRY(widen_backlog());
-    return port;
-  }
-  if (!http_->bind_to_port(config_.host, config_.port))
-    return err("cannot listen on ", config_.host, ":", config_.port, " (in use, or not an address here?)");
-  DUET_TRY(widen_backlog());
-  return config_.port;
-}
-
-bool OpenAiServer::listen() { return http_->listen_after_bind(); }
 
 void OpenAiServer::stop() { http_->stop(); }
 
-void OpenAiServer::routes() {
-  httplib::Server& s = *http_;
-  const size_t threads = static_cast<size_t>(std::max(4, config_.http_threads));
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_payload_max_length(config_.max_body_bytes);
-  s.set_read_timeout(config_.read_timeout_s, 0);
-  s.set_write_timeout(config_.read_timeout_s, 0);
-  s.set_keep_alive_timeout(5);
+void OpenAiServer::drain(std::chrono::milliseconds grace) {
+  const auto end = Clock::now() + grace;
+  drain_deadline_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(end.time_since_epoch()).count();
+  http_->drain();
+}
 
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (config_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    if (same_secret(req.get_header_value("Authorization"), "Bearer " + config_.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, {401,
-                     req.has_header("Authorization") ? "incorrect API key provided"
-                                                     : "missing API key (Authorization: Bearer ...)",
-                     "invalid_request_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // Statuses httplib sets itself (404, 413, a malformed request) get an
-  // OpenAI error body too.
-  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) send_error(res, error_for_status(res.status, req, config_.max_body_bytes));
-  });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    send_error(res, {500, "internal server error", "server_error", "", ""});
-  });
+std::optional<ApiError> OpenAiServer::overdue(Clock::time_point deadline) const {
+  const auto now = Clock::now();
+  if (now >= deadline)
+    return ApiError{504, "the request did not finish within the server's request timeout of " +
+                             std::to_string(config_.request_timeout_ms) + " ms",
+                    "server_error", "", "request_timeout"};
+  if (now.time_since_epoch().count() >= drain_deadline_ns_.load())
+    return ApiError{503, "the server is shutting down: the request was ended before it finished",
+                    "server_error", "", "server_shutting_down"};
+  return std::nullopt;
+}
 
-  s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
-  });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+bool OpenAiServer::authorized(const HttpRequest& req, HttpResponse& res) const {
+  if (config_.api_key.empty() || req.path == "/health") return true;
+  if (same_secret(req.header("Authorization"), "Bearer " + config_.api_key)) return true;
+  send_error(res, {401,
+                   req.has_header("Authorization") ? "incorrect API key provided"
+                                                   : "missing API key (Authorization: Bearer ...)",
+                   "invalid_request_error", "", "invalid_api_key"});
+  return false;
+}
+
+void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
+  if (!authorized(req, res)) return;
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (req.path == "/health" && get) return res.set_content(R"({"status":"ok"})", "application/json");
+  if (req.path == "/metrics" && get)
+    return res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
+  if (req.path == "/v1/models" && get) {
     const json model = {{"id", config_.model_name}, {"object", "model"}, {"created", 0},
                         {"owned_by", "duet"}, {"max_model_len", loop_.engine().ctx()}};
-    res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-  });
-  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, false);
-  });
-  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, true);
-  });
+    return res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  }
+  if (req.path == "/v1/completions" && post) return handle_generate(req, res, false);
+  if (req.path == "/v1/chat/completions" && post) return handle_generate(req, res, true);
+  for (const char* known : {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+    if (req.path == known)
+      return send_error(res, {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"});
+  send_error(res, {404, "unknown route: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"});
 }
 
 // Parse: the request's JSON into a GenerateRequest and its prompt's ids.
-std::optional<ApiError> OpenAiServer::parse(const httplib::Request& req, bool chat, GenerateRequest& r,
+std::optional<ApiError> OpenAiServer::parse(const HttpRequest& req, bool chat, GenerateRequest& r,
                                             std::vector<int32_t>& prompt) const {
   if (auto e = parse_generate_body(req.body, chat, r)) return e;
 
@@ -282,25 +280,41 @@ std::optional<ApiError> OpenAiServer::validate(bool chat, const std::vector<int3
   const Engine& engine = loop_.engine();
   if (Status st = engine.check_prompt(prompt); !st)
     return invalid(st.error().message, chat ? "messages" : "prompt", st.error().code);
-  // Completions default to 16 tokens (OpenAI's legacy default), chat to the
-  // rest of the context; generation also stops when the context is full.
   const auto n_prompt = static_cast<int32_t>(prompt.size());
+  if (config_.max_prompt_tokens > 0 && n_prompt > config_.max_prompt_tokens)
+    return invalid("the prompt has " + std::to_string(n_prompt) + " tokens; this server accepts at most " +
+                       std::to_string(config_.max_prompt_tokens),
+                   chat ? "messages" : "prompt", "prompt_too_long");
+  const int32_t cap = config_.max_tokens_limit;
+  if (cap > 0 && r.max_tokens && *r.max_tokens > cap)
+    return invalid("max_tokens is " + std::to_string(*r.max_tokens) + "; this server allows at most " +
+                       std::to_string(cap),
+                   "max_tokens", "max_tokens_too_large");
+  // Completions default to 16 tokens (OpenAI's legacy default), chat to the
+  // rest of the context (within the cap); generation also stops when the
+  // context is full.
   r.params.max_tokens = r.max_tokens ? *r.max_tokens : (chat ? engine.ctx() - n_prompt : 16);
+  if (cap > 0) r.params.max_tokens = std::min(r.params.max_tokens, cap);
   return std::nullopt;
 }
 
-void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bool chat) {
   GenerateRequest r;
   std::vector<int32_t> prompt;
   if (auto e = parse(req, chat, r, prompt)) return send_error(res, *e);
   if (auto e = validate(chat, prompt, r)) return send_error(res, *e);
 
-  // Submit.
+  // Submit. A full queue is the client's cue to back off (429), not a
+  // server fault.
   if (!loop_.try_reserve()) {
     res.set_header("Retry-After", "1");
-    return send_error(res, {503, "the server is busy: its request queue is full; retry later",
-                            "server_error", "", "queue_full"});
+    return send_error(res, {429, "the server is busy: its request queue is full; retry later",
+                            "rate_limit_error", "", "queue_full"});
   }
+  const Clock::time_point deadline = config_.request_timeout_ms > 0
+                                         ? Clock::now() + std::chrono::milliseconds(config_.request_timeout_ms)
+                                         : Clock::time_point::max();
+  Overdue overdue = [this, deadline] { return this->overdue(deadline); };
   auto channel = std::make_shared<Channel>();
   auto shape = std::make_shared<ResponseShape>();
   shape->chat = chat;
@@ -321,7 +335,7 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   shape->id = response_id(chat, *id);
 
   // Stream.
-  if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms);
+  if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms, deadline, overdue);
 
   const bool include_usage = r.include_usage;
   auto logprobs = std::make_shared<LogprobsBuilder>(*shape);
@@ -329,7 +343,7 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [channel, shape, logprobs, first, include_usage](size_t, httplib::DataSink& sink) {
+      [this, channel, shape, logprobs, first, include_usage, overdue](DataSink& sink) {
         std::deque<TokenEvent> events;
         {
           std::unique_lock lock(channel->mu);
@@ -361,6 +375,14 @@ void OpenAiServer::handle_generate(const httplib::Request& req, httplib::Respons
             sink.done();
             return true;
           }
+        }
+        // Given up on (deadline, shutdown): a final error event, then the
+        // end of the stream, so the client knows it was cut short.
+        if (auto e = overdue()) {
+          loop_.cancel(channel->id);
+          const std::string out = sse(e->to_json()) + "data: [DONE]\n\n";
+          if (!sink.write(out.data(), out.size())) return false;
+          sink.done();
         }
         return true;
       },

@@ -1,13 +1,14 @@
-// duet's HTTP server (cpp-httplib): the OpenAI-compatible API over an
-// EngineLoop. POST /v1/completions and /v1/chat/completions (streamed as
-// Server-Sent Events or whole), GET /v1/models, /health and /metrics
-// (Prometheus). Errors are OpenAI error JSON with the matching status; a
-// streaming client that goes away cancels its request.
+// duet's HTTP server: the OpenAI-compatible API over an EngineLoop, on the
+// HttpServer transport. POST /v1/completions and /v1/chat/completions
+// (streamed as Server-Sent Events or whole), GET /v1/models, /health and
+// /metrics (Prometheus). Errors are OpenAI error JSON with the matching
+// status; a streaming client that goes away cancels its request. A full
+// queue is 429 with Retry-After; a request past its deadline, or still
+// running when a drain's grace ends, ends with an error.
 #pragma once
 
-#include <httplib.h>
-
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "engine/engine_loop.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/http_server.h"
 #include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
 
@@ -29,9 +31,11 @@ struct ServerConfig {
   int port = 8080;                  // 0: any free port
   std::string api_key;              // empty: no authentication
   std::string model_name;           // what /v1/models lists and responses name
-  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
-  int read_timeout_s = 10;          // a client that stalls mid-request is dropped
-  int32_t http_threads = 64;        // connections served at once
+  HttpLimits http;                  // sizes, deadlines, connections per address
+  int32_t http_threads = 64;        // requests handled at once (streams included)
+  int32_t max_tokens_limit = 0;     // a larger max_tokens is a 400; 0: no cap
+  int32_t max_prompt_tokens = 0;    // a longer prompt is a 400; 0: the context
+  int32_t request_timeout_ms = 0;   // a request still running then ends with an error; 0: none
   // A non-streamed request not finished within this long is answered with
   // whitespace heartbeats before its JSON, to notice a client that leaves.
   int32_t whole_response_wait_ms = 1000;
@@ -46,27 +50,37 @@ class OpenAiServer {
   OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config);
   ~OpenAiServer();
 
+  using Clock = std::chrono::steady_clock;
+
   // Binds the listening socket; returns the port (the chosen one for port 0).
   Result<int> bind();
-  // Serves until stop(); returns false if the server failed.
+  // Serves until stop(), or until a drain has ended; returns false if the
+  // server failed.
   bool listen();
-  // Any thread: stops accepting, ends listen().
+  // Any thread: closes every connection, ends listen().
   void stop();
+  // Any thread: stops accepting; requests running may go on for `grace`,
+  // then end with a final error event; listen() returns once all have ended.
+  void drain(std::chrono::milliseconds grace);
 
  private:
-  void routes();
-  Status widen_backlog();
+  void route(const HttpRequest& req, HttpResponse& res);
+  bool authorized(const HttpRequest& req, HttpResponse& res) const;
   // A generation request as a pipeline: parse -> validate -> submit -> stream.
-  void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
-  std::optional<ApiError> parse(const httplib::Request& req, bool chat, GenerateRequest& r,
+  void handle_generate(const HttpRequest& req, HttpResponse& res, bool chat);
+  std::optional<ApiError> parse(const HttpRequest& req, bool chat, GenerateRequest& r,
                                 std::vector<int32_t>& prompt) const;
   std::optional<ApiError> validate(bool chat, const std::vector<int32_t>& prompt, GenerateRequest& r) const;
+  // Why a request still running must end now (its deadline has passed, or
+  // the drain's grace is over); nullopt while it may go on.
+  std::optional<ApiError> overdue(Clock::time_point deadline) const;
 
   Model& model_;
   EngineLoop& loop_;
   ServerConfig config_;
-  std::unique_ptr<httplib::Server> http_;
-  int listen_fd_ = -1;  // the listening socket, once bound
+  std::unique_ptr<HttpServer> http_;
+  // When a drain's grace ends (steady clock, ns); max: not draining.
+  std::atomic<int64_t> drain_deadline_ns_{INT64_MAX};
 };
 
 }  // namespace duet::server

@@ -275,7 +275,7 @@ TEST(ServerApi, ApiKeyIsRequiredWhenSet) {
   EXPECT_EQ(c.Get("/health")->status, 200);
 }
 
-TEST(ServerApi, FullQueueIs503) {
+TEST(ServerApi, FullQueueIs429WithRetryAfter) {
   HarnessOptions o;
   o.max_in_flight = 1;
   o.engine.n_threads = 1;
@@ -290,10 +290,12 @@ TEST(ServerApi, FullQueueIs503) {
   ASSERT_TRUE(hold.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             "Content-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b));
   ASSERT_NE(hold.read_until("data: ").find("data: "), std::string::npos);
-  int status = 0;
-  const json r = post_json(s, "/v1/completions", completion_body("a", 2), &status);
-  EXPECT_EQ(status, 503);
-  EXPECT_EQ(r["error"]["code"], "queue_full");
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", completion_body("a", 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "queue_full");
 }
 
 }  // namespace

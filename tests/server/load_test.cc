@@ -64,10 +64,10 @@ TEST(ServerHostile, MalformedRequestsGetErrorsAndTheServerLives) {
 
 TEST(ServerHostile, AStalledPartialRequestIsDropped) {
   HarnessOptions o;
-  o.server.read_timeout_s = 1;
+  o.server.http.header_timeout_ms = 1000;
   TestServer s(o);
   ASSERT_TRUE(s.ok());
-  // The client waits ten times the server's read timeout: a close seen
+  // The client waits ten times the server's header timeout: a close seen
   // before its own receive times out can only be the server dropping it.
   RawSocket sock(s.port(), /*recv_timeout_s=*/10);
   ASSERT_TRUE(sock.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"));

@@ -79,13 +79,21 @@ class TestServer {
 };
 
 // A connected TCP socket to 127.0.0.1:port (closed on destruction), with a
-// receive timeout so a test never hangs.
+// receive timeout so a test never hangs. `from`: a local address to connect
+// from (any of 127.0.0.0/8 works on Linux), as if another client.
 class RawSocket {
  public:
-  explicit RawSocket(int port, int recv_timeout_s = 10) {
+  explicit RawSocket(int port, int recv_timeout_s = 10, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{recv_timeout_s, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (from) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, from, &local.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) close();
+    }
+    if (fd_ < 0) return;
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -128,10 +136,26 @@ class RawSocket {
       return out;
     }
   }
+  // What has arrived, without waiting: "" and `closed` false when nothing.
+  std::string poll(bool* closed) {
+    std::string out;
+    char buf[4096];
+    *closed = false;
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        out.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      *closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      return out;
+    }
+  }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
