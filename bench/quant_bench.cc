@@ -93,8 +93,8 @@ void BM_VecDotStream(benchmark::State& state, DType t, CpuLevel level, int copie
 // The packed int8 GEMM (kernels/packed_gemm.h) on the same matrix, m tokens,
 // one thread, in tiles of 112 rows as matmul hands them out: integer ops
 // (2 per multiply-add) per second, to set against the int8 probe's peak.
-void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
-  const PackedKernels* pk = kernels_at(CpuLevel::kAvx512).packed(t);
+void BM_PackedGemm(benchmark::State& state, DType t, CpuLevel level, int64_t m) {
+  const PackedKernels* pk = kernels_at(level).packed(t);
   const std::vector<uint8_t> file = random_matrix(t);
   TensorView view;
   view.dtype = t;
@@ -133,12 +133,16 @@ void BM_PackedGemm(benchmark::State& state, DType t, int64_t m) {
 }
 
 const bool registered = [] {
+  // The AVX-512 kernels keep their old names; the AVX2 ones get /avx2.
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16})
-    if (kernels_at(CpuLevel::kAvx512).packed(t) && cpu_features().best_level() >= CpuLevel::kAvx512)
-      for (int64_t m : {1, 8, 16, 64, 512})
-        benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) + "/m" + std::to_string(m)).c_str(),
-                                     BM_PackedGemm, t, m)
-            ->Unit(benchmark::kMillisecond);
+    for (CpuLevel l : {CpuLevel::kAvx512, CpuLevel::kAvx2})
+      if (l <= cpu_features().best_level() && kernels_at(l).packed(t))
+        for (int64_t m : {1, 8, 16, 64, 512})
+          benchmark::RegisterBenchmark(("packed_gemm/" + std::string(dtype_name(t)) +
+                                        (l == CpuLevel::kAvx2 ? "/avx2" : "") + "/m" + std::to_string(m))
+                                           .c_str(),
+                                       BM_PackedGemm, t, l, m)
+              ->Unit(benchmark::kMillisecond);
   for (DType t : {DType::Q8_0, DType::Q4_0})
     for (CpuLevel l : {CpuLevel::kAvx2, CpuLevel::kAvx512})
       if (l <= cpu_features().best_level())

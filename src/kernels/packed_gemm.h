@@ -89,11 +89,13 @@ struct PackedKernels {
   void (*quantize)(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride);
 };
 
-// The packed kernels of each type that has them. Only the AVX-512 level has
-// any: a weight without them at the active level stays in file layout.
+// The packed kernels of each type that has them: AVX-512 for every type,
+// AVX2 for the int8 ones (its float members are empty and not registered).
+// A weight without them at the active level stays in file layout.
 struct PackedTypeKernels {
   PackedKernels q8_0, q4_0, q4_K, f32, f16, bf16;
 };
+extern const PackedTypeKernels kPackedAvx2;
 extern const PackedTypeKernels kPackedAvx512;
 
 // Whether `w` can be packed and computed packed here: a matrix of a type

@@ -73,6 +73,11 @@ std::vector<KernelEntry> make_table() {
       {&kMixAvx512.tq1_0, DType::TQ1_0, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
       {&kMixAvx512.tq2_0, DType::TQ2_0, kAvx512, "avx512vl vnni 256-bit, 1 row x 4 tokens, avx2 q8_K activations"},
 
+      {&kPackedAvx2.q8_0, DType::Q8_0, kAvx2, "avx2 maddubs (sign trick), 16-row groups, 8 rows x 4 tokens"},
+      {&kPackedAvx2.q4_0, DType::Q4_0, kAvx2, "avx2 maddubs, 16-row groups, 8 rows x 4 tokens"},
+      {&kPackedAvx2.q4_K, DType::Q4_K, kAvx2, "avx2 maddubs, 16-row groups, 8 rows x 4 tokens"},
+      {&kPackedAvx2.q8_0, DType::Q5_0, kAvx2, "avx2 maddubs, 16-row groups, repacked as q8_0 (exact)"},
+      {&kPackedAvx2.q8_0, DType::IQ4_NL, kAvx2, "avx2 maddubs, 16-row groups, repacked as q8_0 (exact)"},
       {&kPackedAvx512.q8_0, DType::Q8_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_0, DType::Q4_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_K, DType::Q4_K, kAvx512, "avx512 vnni, 16-row groups"},

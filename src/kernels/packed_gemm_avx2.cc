@@ -1,0 +1,265 @@
+// AVX2 kernels of the packed int8 layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K.
+//
+// The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
+// half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
+// a group against up to 4 tokens. With 16 ymm registers a whole block of 16
+// rows (16 registers of weights) cannot stay resident as in the AVX-512
+// kernel; a half keeps the 4 tokens' sums, group sums and totals (12
+// registers) plus the weights being used. The other half re-reads the same
+// cache lines from L1/L2, so the matrix still comes from memory once.
+//
+// Without vpdpbusd, a u8 x s8 dot is vpmaddubsw (pairs to saturating s16)
+// then vpmaddwd by ones (to s32):
+//   Q4_0 / Q4_K: nibbles 0..15 times |x| <= 127 give pairs of at most 3810,
+//     so 8 of them add in s16 without overflow (30480 < 32767) and one
+//     vpmaddwd per block (or sub-block) widens them.
+//   Q8_0: the stored u8 (q + 128) times x could reach 2 * 255 * 127 and
+//     saturate. The signed q = stored ^ 0x80 is used instead, as |q| (u8
+//     <= 128) times x carrying q's sign (|x| <= 127): pairs of at most
+//     32512. The sum is then sum(q * x), which is the stored dot plus
+//     PackedActBlock::start (-128 * sum(x)); so here the sums start at 0,
+//     not at start, and the integer result is the same.
+// Every integer sum is exact and the float steps are the reference's fmas in
+// its order, so the results equal packed_gemm_reference bit for bit.
+#include <immintrin.h>
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "core/quant_blocks.h"
+#include "kernels/packed_gemm.h"
+
+namespace duet {
+namespace {
+
+constexpr int kSub = 4;     // tokens per micro-kernel call
+constexpr int kHalf = 8;    // rows per ymm
+// Activations of a token block stay in L2 while every group passes them.
+constexpr size_t kTokBlockBytes = 256 << 10;
+
+// 4 activation bytes broadcast to every 32-bit lane.
+[[gnu::always_inline]] inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+[[gnu::always_inline]] inline __m256i load(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// 8 f16 at p as f32.
+[[gnu::always_inline]] inline __m256 load_f16(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The 32-element types: bytes of one block of a group (16 f16 scales, then
+// 16 rows of quants).
+template <int kOffsetV, int64_t kQuantBytes>
+struct Int8Blocks {
+  static constexpr int kOffset = kOffsetV;
+  static constexpr int64_t kBlockBytes = 32 + 16 * kQuantBytes;
+  static constexpr int64_t kElems = kQK32;
+  static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
+};
+
+// s[t] = this block's int32 dot of half h's 8 rows with token t, start included.
+struct Q8 : Int8Blocks<128, 32> {
+  template <int T>
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    // sum(q * x) already is stored . x + start (see the top of the file).
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m256i q = _mm256_xor_si256(load(qs + 64 * c), flip);
+      const __m256i mag = _mm256_abs_epi8(q);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 4 * c), q);
+        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+      }
+    }
+  }
+};
+
+// Nibble line j holds bytes 4j.. of the block in its low halves and 16 + 4j..
+// in its high halves.
+struct Q4 : Int8Blocks<8, 16> {
+  template <int T>
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256i p[T];  // s16 pair sums: 8 of at most 3810 each
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) p[t] = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i raw = load(qs + 64 * j);
+      const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(lo, bcast4(a[t]->qs + 4 * j)));
+        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(hi, bcast4(a[t]->qs + 16 + 4 * j)));
+      }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) s[t] = _mm256_add_epi32(_mm256_madd_epi16(p[t], ones), _mm256_set1_epi32(a[t]->start));
+  }
+};
+
+// Half h of a group (rows 8h..8h+7) against T tokens, all blocks: per block
+// part = fma(isum, d_w, part); per activation group acc = fma(part, d_x, acc).
+template <class W, int T>
+void half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  const int64_t nb = k / kQK32;
+  __m256 acc[T];
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
+    const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
+    __m256 part[T];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
+      const PackedActBlock* a[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const PackedActBlock*>(x) + t;
+      const __m256 dw = load_f16(blk + 2 * kHalf * h);
+      __m256i s[T];
+      W::template dot<T>(blk + 32 + 4 * kHalf * h, a, s);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[t]);
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(part[t], _mm256_set1_ps(group_acts[t].d), acc[t]);
+  }
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
+}
+
+// Q4_K, per 256-element super-block (one activation group): sub-block j's
+// int32 dot (nibbles x activations, without start) scaled by d * sc_j into
+// part; the mins' term as integers, msum = sum_j m_j * start_j, by vpmaddwd
+// of the rows' (m_2i, m_2i+1) int16 pairs with the token's (start_2i,
+// start_2i+1) (|start| <= 32 * 127 fits int16); then
+// acc = fma(fma(dmin, msum, part), d_x, acc).
+struct Q4K {
+  static constexpr int kOffset = 1;
+  static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
+  static constexpr int64_t kBlockBytes = kHead + 16 * kQKK / 2;
+  static int64_t group_bytes(int64_t k) { return k / kQKK * kBlockBytes; }
+};
+
+template <int T>
+void k4_half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
+  __m256 acc[T];
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
+    const __m256 d = load_f16(blk + 2 * kHalf * h);
+    __m256 part[T];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    for (int c = 0; c < 4; ++c) {
+      __m256i p[2][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
+      #pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const __m256i raw = load(blk + Q4K::kHead + (c * 8 + q) * 64 + 4 * kHalf * h);
+        const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          p[0][t] = _mm256_add_epi16(p[0][t], _mm256_maddubs_epi16(lo, bcast4(act(t, 2 * c)->qs + 4 * q)));
+          p[1][t] = _mm256_add_epi16(p[1][t], _mm256_maddubs_epi16(hi, bcast4(act(t, 2 * c + 1)->qs + 4 * q)));
+        }
+      }
+      #pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e) {
+        const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
+        const __m256 sc_f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+        const __m256 ds = _mm256_mul_ps(d, sc_f);  // exact: 11-bit d times 6-bit sc
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][t], ones)), ds, part[t]);
+      }
+    }
+    const __m256 dmin = load_f16(blk + 32 + 2 * kHalf * h);
+    __m256i mins[4];  // pair i: rows' (m_2i, m_2i+1) as int16
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * i + 2 * kHalf * h)));
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      __m256i msum = _mm256_setzero_si256();
+      #pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * i)->start) |
+                                                  static_cast<uint32_t>(act(t, 2 * i + 1)->start) << 16);
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[i], _mm256_set1_epi32(pair)));
+      }
+      const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[t]);
+      acc[t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[t]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
+}
+
+using HalfFn = void (*)(int64_t, const uint8_t*, int, const uint8_t*, size_t, float*, int64_t);
+
+template <class W, int... T>
+constexpr std::array<HalfFn, kSub> half_fns(std::integer_sequence<int, T...>) {
+  if constexpr (requires { W::kHead; })
+    return {&k4_half_micro<T + 1>...};
+  else
+    return {&half_micro<W, T + 1>...};
+}
+
+// One group's 16 rows against tokens [t, t_end): each half, 4 tokens at a time.
+template <class W>
+void group_tokens(int64_t k, const uint8_t* gw, const uint8_t* x, size_t xs, size_t tok_step, int64_t n_tok,
+                  float* y, int64_t ys) {
+  static constexpr auto fns = half_fns<W>(std::make_integer_sequence<int, kSub>());
+  for (int h = 0; h < 2; ++h)
+    for (int64_t t = 0; t < n_tok; t += kSub) {
+      const int64_t nt = n_tok - t < kSub ? n_tok - t : kSub;
+      fns[nt - 1](k, gw, h, x + t * tok_step, xs, y + t * ys, ys);
+    }
+}
+
+template <class W>
+void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok, float* y,
+          int64_t ys) {
+  const int64_t group_bytes = W::group_bytes(k);
+  constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
+  // Long batches in token blocks whose activations stay in L2 while every
+  // group passes them; a group's weights stay in L1/L2 across its sub-tiles.
+  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / packed_act_row_bytes(k)) / kSub * kSub;
+  const int64_t tok_block = fit > kSub ? fit : kSub;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
+    const int64_t nt = n_tok - t0 < tok_block ? n_tok - t0 : tok_block;
+    for (int64_t g = 0; g < n_groups; ++g)
+      group_tokens<W>(k, w + g * group_bytes, x + t0 * kStep, xs, kStep, nt, y + t0 * ys + g * kPackRows, ys);
+  }
+}
+
+}  // namespace
+
+// Activations go through the scalar quantize_packed_act, which is the
+// definition (exact) and costs O(m * k) beside the O(m * k * n) GEMM.
+constexpr PackedTypeKernels kPackedAvx2 = {
+    {Q8::kOffset, &gemm<Q8>, &quantize_packed_act},
+    {Q4::kOffset, &gemm<Q4>, &quantize_packed_act},
+    {Q4K::kOffset, &gemm<Q4K>, &quantize_packed_act},
+    {},
+    {},
+    {},
+};
+
+}  // namespace duet
