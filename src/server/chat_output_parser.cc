@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "server/json_depth.h"
+
 namespace duet::server {
 
 using Json = nlohmann::ordered_json;
@@ -30,21 +32,12 @@ bool all_space(std::string_view s) { return trim(s).empty(); }
 // Where the JSON value starting at s[0] ('{' or '[') ends (one past its
 // closing bracket), or npos when it does not end in `s` or nests too deep.
 size_t json_value_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonDepth d;
   for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) return std::string_view::npos;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
+    const int before = d.depth;
+    d.step(s[i]);
+    if (d.depth > kMaxJsonDepth) return std::string_view::npos;
+    if (d.depth == 0 && before == 1) return i + 1;
   }
   return std::string_view::npos;
 }

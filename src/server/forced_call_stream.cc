@@ -75,20 +75,6 @@ class HeadReader {
 
 }  // namespace
 
-void ForcedCallStream::Depth::step(char c) {
-  if (in_string) {
-    if (escaped) escaped = false;
-    else if (c == '\\') escaped = true;
-    else if (c == '"') in_string = false;
-  } else if (c == '"') {
-    in_string = true;
-  } else if (c == '{' || c == '[') {
-    ++depth;
-  } else if (c == '}' || c == ']') {
-    --depth;
-  }
-}
-
 void ForcedCallStream::feed(std::string_view text, std::vector<Event>& out) {
   std::string args;  // this feed's piece of the current call's arguments
   for (char c : text) step(c, args, out);

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/json_depth.h"
+
 namespace duet::server {
 
 class ForcedCallStream {
@@ -31,11 +33,6 @@ class ForcedCallStream {
 
  private:
   // Where a '{'-opened JSON value stands: how deep, and inside a string.
-  struct Depth {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    void step(char c);
-  };
   enum class State { kOutside, kHead, kArguments, kAfterArguments, kOpaque };
 
   void step(char c, std::string& args, std::vector<Event>& out);
@@ -43,7 +40,7 @@ class ForcedCallStream {
 
   State state_ = State::kOutside;
   std::string raw_;  // kHead, kOpaque: the call object so far
-  Depth depth_;      // kArguments: within the arguments; kOpaque: within the object
+  JsonDepth depth_;      // kArguments: within the arguments; kOpaque: within the object
 };
 
 }  // namespace duet::server

@@ -1,0 +1,39 @@
+"""Runs one of the official OpenAI Node client's scripts (tests/reference/openai/)
+against a `duet serve` started here on a free loopback port."""
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT_DIR = os.path.join(HERE, "openai")
+
+
+def run_client_script(test, model, script, serve_args=()):
+    """Starts `duet serve -m model` (API key test-key), runs `node script URL
+    test-key` and asserts that it exits 0 and prints "all ok"."""
+    test.assertTrue(os.path.isdir(os.path.join(CLIENT_DIR, "node_modules", "openai")),
+                    "the openai package is missing: cd tests/reference/openai && npm install")
+    server = subprocess.Popen(
+        [os.environ["DUET_BINARY"], "serve", "-m", model, "--port", "0", "--api-key", "test-key",
+         "--threads", "2", *serve_args],
+        stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stderr.readline()
+        match = re.search(r"http://([\d.]+):(\d+)", line)
+        test.assertIsNotNone(match, f"duet serve did not start: {line}")
+        url = f"http://{match.group(1)}:{match.group(2)}"
+        result = subprocess.run(["node", script, url, "test-key"], cwd=CLIENT_DIR,
+                                capture_output=True, text=True, timeout=300)
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        test.assertEqual(result.returncode, 0, result.stderr)
+        test.assertIn("all ok", result.stdout)
+    finally:
+        server.stderr.close()
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
