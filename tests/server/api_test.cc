@@ -20,18 +20,6 @@ json post_json(TestServer& s, const std::string& path, const json& body, int* st
   return json::parse(r->body, nullptr, false);
 }
 
-// The data: payloads of an SSE body, in order.
-std::vector<std::string> sse_events(const std::string& body) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = body.find("\n\n", pos);
-    out.push_back(body.substr(pos + 6, end - pos - 6));
-    pos = end;
-  }
-  return out;
-}
-
 void expect_error(const json& j, const std::string& param = {}) {
   ASSERT_TRUE(j.contains("error")) << j.dump();
   EXPECT_TRUE(j["error"]["message"].is_string());

@@ -24,11 +24,7 @@ std::string streamed_chat_content(TestServer& s, json body) {
   auto r = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
   if (!r) return "(no response)";
   std::string content;
-  size_t pos = 0;
-  while ((pos = r->body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = r->body.find("\n\n", pos);
-    const std::string data = r->body.substr(pos + 6, end - pos - 6);
-    pos = end;
+  for (const std::string& data : sse_events(r->body)) {
     if (data == "[DONE]") break;
     const json ev = json::parse(data, nullptr, false);
     if (ev.is_discarded() || !ev.contains("choices") || ev["choices"].empty()) continue;

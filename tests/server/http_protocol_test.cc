@@ -18,7 +18,7 @@ TEST(HttpProtocol, AChunkedRequestBodyIsServed) {
   const std::string body = completion_body("Once upon a time", 4).dump();
   const size_t half = body.size() / 2;
   RawSocket sock(s.port());
-  char size1[16], size2[16];
+  char size1[24], size2[24];
   std::snprintf(size1, sizeof size1, "%zx", half);
   std::snprintf(size2, sizeof size2, "%zx", body.size() - half);
   ASSERT_TRUE(sock.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"

@@ -18,7 +18,9 @@ std::string metrics_after_a_completion(const HarnessOptions& o) {
   auto c = s.client();
   auto r = c.Post("/v1/completions", completion_body("Once upon a time", 20).dump(), "application/json");
   EXPECT_TRUE(r);
-  if (r) EXPECT_EQ(r->status, 200) << r->body;
+  if (r) {
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
   return c.Get("/metrics")->body;
 }
 

@@ -14,11 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string raw_post(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
 bool healthy(const TestServer& s) {
   auto c = s.client();
   auto r = c.Get("/health");

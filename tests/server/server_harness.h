@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
@@ -160,6 +161,24 @@ class RawSocket {
  private:
   int fd_ = -1;
 };
+
+// The data: payloads of an SSE body, in order.
+inline std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+// A POST request with a JSON body, as bytes for a raw socket.
+inline std::string raw_post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
 
 // A value from Prometheus text: the first sample line starting with `name`
 // (including any labels) followed by a space; -1 when absent.

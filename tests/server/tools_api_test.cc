@@ -55,11 +55,7 @@ std::vector<json> stream(TestServer& s, json body) {
   auto r = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
   std::vector<json> chunks;
   if (!r) return chunks;
-  size_t pos = 0;
-  while ((pos = r->body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = r->body.find("\n\n", pos);
-    const std::string data = r->body.substr(pos + 6, end - pos - 6);
-    pos = end;
+  for (const std::string& data : sse_events(r->body)) {
     if (data == "[DONE]") break;
     chunks.push_back(json::parse(data, nullptr, false));
   }
