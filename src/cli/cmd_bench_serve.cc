@@ -198,8 +198,22 @@ struct Level {
   int64_t kv_samples = 0;
   std::vector<double> ttft_ms, itl_ms;  // of the requests that succeeded
   int64_t ok = 0, tokens = 0;
+  double output_tok_s = 0, decode_tok_s = 0;
   std::string first_error;
-  json summary;
+
+  json summary() const {
+    return {{"clients", clients},
+            {"requests_sent", samples.size()},
+            {"requests_ok", ok},
+            {"wall_s", wall},
+            {"output_tokens", tokens},
+            {"output_tok_s", output_tok_s},
+            {"decode_tok_s", decode_tok_s},
+            {"ttft_ms", {{"p50", percentile(ttft_ms, 50)}, {"p99", percentile(ttft_ms, 99)}}},
+            {"itl_ms", {{"p50", percentile(itl_ms, 50)}, {"p99", percentile(itl_ms, 99)}}},
+            {"kv_utilization", kv_utilization},
+            {"kv_samples", kv_samples}};
+  }
 };
 
 Level run_level(const std::string& host, int port, const BenchServeOptions& o, const std::vector<json>& bodies,
@@ -240,36 +254,27 @@ Level run_level(const std::string& host, int port, const BenchServeOptions& o, c
   }
   l.kv_utilization = kv.slots ? static_cast<double>(kv.stored) / static_cast<double>(kv.slots) : 0;
   l.kv_samples = kv.samples;
-  l.summary = {{"clients", n_clients},
-               {"requests_sent", l.samples.size()},
-               {"requests_ok", l.ok},
-               {"wall_s", l.wall},
-               {"output_tokens", l.tokens},
-               {"output_tok_s", l.wall > 0 ? static_cast<double>(l.tokens) / l.wall : 0},
-               {"decode_tok_s", decode_tok_s(l.samples)},
-               {"ttft_ms", {{"p50", percentile(l.ttft_ms, 50)}, {"p99", percentile(l.ttft_ms, 99)}}},
-               {"itl_ms", {{"p50", percentile(l.itl_ms, 50)}, {"p99", percentile(l.itl_ms, 99)}}},
-               {"kv_utilization", l.kv_utilization},
-               {"kv_samples", l.kv_samples}};
+  l.output_tok_s = l.wall > 0 ? static_cast<double>(l.tokens) / l.wall : 0;
+  l.decode_tok_s = decode_tok_s(l.samples);
   return l;
 }
 
 void report(const Level& l, bool json_only) {
   if (json_only) {
-    std::printf("%s\n", l.summary.dump().c_str());
+    std::printf("%s\n", l.summary().dump().c_str());
     return;
   }
   std::printf("clients %d, requests %zu sent, %lld ok, %.2f s\n", l.clients, l.samples.size(),
               static_cast<long long>(l.ok), l.wall);
   std::printf("output:        %lld tokens, %.1f tok/s\n", static_cast<long long>(l.tokens),
-              l.summary["output_tok_s"].get<double>());
+              l.output_tok_s);
   std::printf("decode:        %.1f tok/s while any request was past its first token\n",
-              l.summary["decode_tok_s"].get<double>());
+              l.decode_tok_s);
   std::printf("TTFT p50/p99:  %.2f / %.2f ms\n", percentile(l.ttft_ms, 50), percentile(l.ttft_ms, 99));
   std::printf("ITL  p50/p99:  %.2f / %.2f ms\n", percentile(l.itl_ms, 50), percentile(l.itl_ms, 99));
   std::printf("KV utilization: %.1f %% of allocated token slots filled (%lld samples)\n", l.kv_utilization * 100,
               static_cast<long long>(l.kv_samples));
-  std::printf("%s\n", l.summary.dump().c_str());
+  std::printf("%s\n", l.summary().dump().c_str());
 }
 
 // The empirical distribution: the fraction of values at or below each one.
@@ -297,8 +302,8 @@ std::vector<Chart> serve_charts(const std::vector<Level>& levels) {
     const std::string name = std::to_string(l.clients) + (l.clients == 1 ? " client" : " clients");
     ttft.series.push_back(cdf(name, l.ttft_ms));
     itl.series.push_back(cdf(name, l.itl_ms));
-    output.points.emplace_back(l.clients, l.summary["output_tok_s"].get<double>());
-    decode.points.emplace_back(l.clients, l.summary["decode_tok_s"].get<double>());
+    output.points.emplace_back(l.clients, l.output_tok_s);
+    decode.points.emplace_back(l.clients, l.decode_tok_s);
   }
   rate.series = {output, decode};
   return {ttft, itl, rate};
