@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <limits>
 
 namespace duet {
@@ -47,6 +48,11 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
     store_row(offset(layer, block, h, 0), slot, k + h * hd);
     if (!shape_.keys_only) store_row(offset(layer, block, h, 1), slot, v + h * hd);
   }
+}
+
+void KvCache::copy_block(const BlockCopy& c) {
+  for (int32_t layer = 0; layer < shape_.n_layers; ++layer)
+    std::memcpy(data_.data() + offset(layer, c.dst, 0, 0), data_.data() + offset(layer, c.src, 0, 0), block_stride());
 }
 
 void KvCache::load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot,

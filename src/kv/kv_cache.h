@@ -55,6 +55,8 @@ class KvCache {
   void store_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, const float* x) {
     store_row(offset(layer, block, kv_head, shape_.keys_only ? 0 : 1), slot, x);
   }
+  // Copies every layer's K and V of block `src` into block `dst`.
+  void copy_block(const BlockCopy& c);
   // One token's K (or V) row of one KV head, decoded to out[head_dim].
   void load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;
   void load_value(int32_t layer, int32_t block, int32_t kv_head, int32_t slot, float* out) const;

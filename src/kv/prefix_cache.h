@@ -3,7 +3,8 @@
 // the hash of the block before it, so equal hashes mean equal prefixes. A new
 // sequence starts from the cached blocks of its longest matching prefix of
 // full blocks and computes only the rest. Partially filled blocks are never
-// shared, so a shared block is never written again (no copy-on-write needed).
+// cached, so a cached block is never written again (the choices of one
+// request do share a partial block: BlockTable::own_blocks copies it first).
 // Hashes are 64-bit; a collision (odds ~2^-64 per pair) would reuse wrong K/V.
 #pragma once
 

@@ -26,6 +26,7 @@ void Batch::clear() {
   seq.clear();
   want_logits.clear();
   tables.clear();
+  copies.clear();
 }
 
 }  // namespace duet

@@ -15,6 +15,9 @@ struct Batch {
   std::vector<int32_t> seq;                // [n] index into tables
   std::vector<uint8_t> want_logits;        // [n] 1 where logits are returned
   std::vector<const BlockTable*> tables;   // [n_seqs]; must cover each row's position
+  // Blocks copied before the pass writes anything: copy-on-write of the
+  // blocks forked sequences shared (kv/block_table.h).
+  std::vector<BlockCopy> copies;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_logits() const;

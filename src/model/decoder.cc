@@ -491,6 +491,9 @@ Status DecoderModel::check_batch(const Batch& batch, const KvCache& cache) const
     for (int32_t b : table->blocks)
       if (b >= cache.pool().n_blocks())
         return err("block table names block ", b, " of ", cache.pool().n_blocks());
+  for (const BlockCopy& c : batch.copies)
+    if (c.src < 0 || c.dst < 0 || c.src >= cache.pool().n_blocks() || c.dst >= cache.pool().n_blocks())
+      return err("block copy ", c.src, " -> ", c.dst, " names a block outside the ", cache.pool().n_blocks());
   return {};
 }
 
@@ -955,6 +958,7 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
   const int32_t n = batch.size();
   if (n == 0) return {};
   if (comm_ && comm_->leads()) lead_forward(*comm_, batch, cache);
+  for (const BlockCopy& c : batch.copies) cache.copy_block(c);
   ensure_workspace(n);
   embed(batch);
   plan_attention(batch);

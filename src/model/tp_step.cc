@@ -58,6 +58,8 @@ Batch decode_batch(const std::vector<int32_t>& p, std::vector<BlockTable>& table
   tables.clear();
   for (size_t s = 0; s < n_seqs; ++s) tables.push_back(take_table(p, at));
   for (const BlockTable& t : tables) b.tables.push_back(&t);
+  const auto n_copies = static_cast<size_t>(p.at(at++));
+  for (size_t i = 0; i < n_copies; ++i, at += 2) b.copies.push_back({p.at(at), p.at(at + 1)});
   return b;
 }
 
@@ -68,6 +70,8 @@ void lead_forward(Communicator& comm, const Batch& batch, const KvCache& cache) 
   for (const std::vector<int32_t>* v : {&batch.tokens, &batch.positions, &batch.seq}) p.insert(p.end(), v->begin(), v->end());
   p.insert(p.end(), batch.want_logits.begin(), batch.want_logits.end());
   for (const BlockTable* t : batch.tables) put_table(p, *t);
+  p.push_back(static_cast<int32_t>(batch.copies.size()));
+  for (const BlockCopy& c : batch.copies) p.insert(p.end(), {c.src, c.dst});
   send(comm, kForward, &cache, p);
 }
 
