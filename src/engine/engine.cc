@@ -93,9 +93,18 @@ Status Engine::check_prompt(const std::vector<int32_t>& prompt) const {
   return {};
 }
 
+Status Engine::check_params(const RequestParams& params) const {
+  if (params.n < 1) return err("n must be at least 1, not ", params.n);
+  if (params.n > 1 && window_.unbounded())
+    return err("n > 1 is not supported with a KV window: the window's key shifts would rewrite the blocks the ",
+               params.n, " choices share");
+  return {};
+}
+
 Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams& params,
                                TokenCallback on_token, int64_t id) {
   DUET_TRY(check_prompt(prompt));
+  DUET_TRY(check_params(params));
   if (id == 0) id = new_request_id();
   if (params.grammar && !trie_) {
     trie_ = make_token_trie(model_.tokenizer());
@@ -107,12 +116,56 @@ Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams&
   metrics_.prompt_tokens += seq->n_prompt;
   scheduler_.add(seq.get());
   sequences_.emplace(id, std::move(seq));
+  live_choices_[id] = 1;
   return id;
 }
 
 void Engine::cancel(int64_t id) {
-  auto it = sequences_.find(id);
-  if (it != sequences_.end()) finish(it->second.get(), FinishReason::kCancelled);
+  std::vector<int64_t> choices;
+  for (const auto& [key, seq] : sequences_)
+    if (seq->request_id == id) choices.push_back(key);
+  // Looked up again each time: a callback hearing one choice's end may
+  // have ended the others.
+  for (int64_t key : choices)
+    if (auto it = sequences_.find(key); it != sequences_.end()) finish(it->second.get(), FinishReason::kCancelled);
+}
+
+Sequence* Engine::fork(const Sequence& parent, int32_t n_computed, int32_t choice) {
+  RequestParams params = parent.params;
+  params.sampling.seed += static_cast<uint64_t>(choice);
+  const int64_t id = new_request_id();
+  auto seq = std::make_unique<Sequence>(id, parent.tokens, params, parent.on_token);
+  seq->request_id = parent.request_id;
+  seq->choice = choice;
+  seq->pending_choices = 0;
+  seq->n_computed = n_computed;
+  seq->n_evicted = parent.n_evicted;
+  seq->table = parent.table.share(cache_.pool());
+  seq->block_hashes = parent.block_hashes;
+  seq->submitted = parent.submitted;
+  seq->timings.n_cached = parent.timings.n_cached;
+  seq->text.emplace(model_.tokenizer(), params.stop, params.continues_prompt);
+  Sequence* child = seq.get();
+  scheduler_.add_running(child);
+  sequences_.emplace(id, std::move(seq));
+  ++live_choices_[parent.request_id];
+  return child;
+}
+
+void Engine::fork_choices(SchedulerOutput& plan) {
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence* parent = c.seq;
+    if (parent->pending_choices == 0 || !c.samples()) continue;
+    // A prompt is never drafted on, so the whole chunk is computed.
+    const int32_t computed = parent->n_computed + c.n_tokens;
+    for (int32_t choice = 1; choice <= parent->pending_choices; ++choice)
+      plan.forks.push_back({parent, fork(*parent, computed, choice)});
+    metrics_.forked_choices += parent->pending_choices;
+    int64_t held = 0;
+    for (int32_t b : parent->table.blocks) held += b != kNoBlock;
+    metrics_.fork_shared_blocks += held * parent->pending_choices;
+    parent->pending_choices = 0;
+  }
 }
 
 void Engine::finish(Sequence* seq, FinishReason reason, const std::string& error) {
@@ -121,7 +174,10 @@ void Engine::finish(Sequence* seq, FinishReason reason, const std::string& error
   seq->ended = true;
   ++metrics_.finished_by_reason[static_cast<size_t>(reason)];
   metrics_.preemptions += seq->timings.n_preemptions;
-  const TokenEvent ev = output_.finish_event(seq, reason, error);
+  TokenEvent ev = output_.finish_event(seq, reason, error);
+  auto live = live_choices_.find(seq->request_id);
+  ev.request_ended = live == live_choices_.end() || --live->second == 0;
+  if (ev.request_ended && live != live_choices_.end()) live_choices_.erase(live);
   if (seq->on_token) seq->on_token(ev);  // ev.timings points into seq: it still exists
   release(seq);
 }
@@ -165,12 +221,18 @@ Result<SchedulerOutput> Engine::schedule() {
            "the KV cache is too small for this sequence (" + std::to_string(seq->size()) +
                " tokens, " + std::to_string(cache_.pool().n_blocks() * kBlockTokens) +
                " token slots in all)");
+  fork_choices(plan);
+  metrics_.kv_block_copies += static_cast<int64_t>(plan.copies.size());
   return plan;
 }
 
 void Engine::update(const SchedulerOutput& plan, const ModelOutput& out) {
   // Draft tokens count as computed only once verified.
-  for (const ScheduledChunk& c : plan.chunks) c.seq->n_computed += c.n_tokens - c.n_draft;
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence* seq = c.seq;
+    metrics_.prompt_tokens_computed += std::max(0, std::min(seq->n_computed + c.n_tokens, seq->n_prompt) - seq->n_computed);
+    seq->n_computed += c.n_tokens - c.n_draft;
+  }
   // Every sequence chooses before any is reported: reports may end
   // sequences, and the prefix cache must see the final tokens.
   const std::vector<ChosenToken>& chosen = selector_.select(out, speculator_.get(), cache_.pool(), pool_);

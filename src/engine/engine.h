@@ -58,6 +58,10 @@ class Engine {
   // any thread may call it. A too-long prompt's error has code
   // kContextLengthExceeded.
   Status check_prompt(const std::vector<int32_t>& prompt) const;
+  // What else a request asks that this engine may refuse: n choices
+  // (at least 1; not under a KV window, whose key shifts would rewrite
+  // blocks the choices share). Any thread may call it.
+  Status check_params(const RequestParams& params) const;
   // A fresh request id; any thread may call it.
   int64_t new_request_id() { return next_id_++; }
   // Queues a request under `id` (0: a fresh one); fails as check_prompt() does.
@@ -68,8 +72,8 @@ class Engine {
   Status enable_speculation(const SpecConfig& spec);
   bool speculating() const { return speculator_ != nullptr; }
 
-  // Ends a request wherever it is; its callback hears kCancelled. Unknown
-  // or finished ids are ignored.
+  // Ends a request wherever it is, every choice of it; its callback hears
+  // kCancelled. Unknown or finished ids are ignored.
   void cancel(int64_t id);
 
   bool idle() const { return scheduler_.empty(); }
@@ -93,6 +97,10 @@ class Engine {
   void update(const SchedulerOutput& plan, const ModelOutput& out);
   // Tells a request about its token; ends it when the token does.
   void report(const ChosenToken& chosen);
+  // Forks the choices of every sequence whose chunk completes its prompt
+  // this step (RequestParams::n): each child shares its parent's blocks.
+  void fork_choices(SchedulerOutput& plan);
+  Sequence* fork(const Sequence& parent, int32_t n_computed, int32_t choice);
   // Tells a request it has ended, then releases it.
   void finish(Sequence* seq, FinishReason reason, const std::string& error = {});
   // Frees everything a sequence holds: its blocks in the target's cache
@@ -115,6 +123,8 @@ class Engine {
   int32_t max_seqs_;
 
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  // Per request id: its sequences not yet ended (its choices, forked or not).
+  std::map<int64_t, int32_t> live_choices_;
   std::atomic<int64_t> next_id_{1};
 
   EngineMetrics metrics_;

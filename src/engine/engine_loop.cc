@@ -25,7 +25,9 @@ bool EngineLoop::try_reserve() {
 
 Result<int64_t> EngineLoop::submit(std::vector<int32_t> prompt, const RequestParams& params,
                                    TokenCallback on_token) {
-  if (Status st = engine_.check_prompt(prompt); !st) {
+  Status st = engine_.check_prompt(prompt);
+  if (st) st = engine_.check_params(params);
+  if (!st) {
     --in_flight_;
     return st.error();
   }
@@ -33,7 +35,7 @@ Result<int64_t> EngineLoop::submit(std::vector<int32_t> prompt, const RequestPar
   // The reservation ends when the request does, whatever ends it.
   TokenCallback wrapped = [this, cb = std::move(on_token)](const TokenEvent& ev) {
     if (cb) cb(ev);
-    if (ev.finished) --in_flight_;
+    if (ev.request_ended) --in_flight_;
   };
   {
     std::lock_guard lock(mu_);
@@ -60,7 +62,7 @@ void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& canc
   for (Pending& p : submits) {
     const int64_t id = p.id;
     TokenCallback cb = [this, id, inner = std::move(p.on_token)](const TokenEvent& ev) {
-      if (ev.finished) live_.erase(id);
+      if (ev.request_ended) live_.erase(id);
       inner(ev);
     };
     live_.insert(id);
@@ -69,6 +71,7 @@ void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& canc
       TokenEvent ev;
       ev.request_id = id;
       ev.finished = true;
+      ev.request_ended = true;
       ev.reason = FinishReason::kError;
       ev.error = submitted.error().message;
       cb(ev);

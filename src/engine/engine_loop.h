@@ -29,7 +29,8 @@ class EngineLoop {
   // Reserves room for one request; false when max_in_flight are in flight.
   // Every true must be followed by exactly one submit().
   bool try_reserve();
-  // Queues a request (checked now by the engine's one prompt rule); it joins
+  // Queues a request (checked now by the engine's prompt and parameter
+  // rules); it joins
   // at the next step. Frees the reservation when it fails. The returned id
   // is the engine's, the same in every event, for cancel() and for logs.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,

@@ -61,6 +61,13 @@ struct EngineMetrics {
   // Counters since start.
   std::array<int64_t, 6> finished_by_reason{};  // indexed by FinishReason
   int64_t prompt_tokens = 0;
+  // Prompt tokens run through the model: those neither found in the prefix
+  // cache nor shared by a fork (RequestParams::n), counted again when a
+  // preempted sequence is recomputed.
+  int64_t prompt_tokens_computed = 0;
+  int64_t forked_choices = 0;      // sequences forked off a request's first choice
+  int64_t fork_shared_blocks = 0;  // KV blocks those forks took over from their parent
+  int64_t kv_block_copies = 0;     // copy-on-write copies of shared blocks
   int64_t generated_tokens = 0;
   int64_t prefix_query_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;    // of those, found there

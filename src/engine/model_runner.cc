@@ -1,5 +1,7 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 namespace duet {
 
 ModelRunner::ModelRunner(Model& model, KvCache& cache, ThreadPool& pool)
@@ -23,10 +25,22 @@ Result<ModelOutput> ModelRunner::execute(const SchedulerOutput& plan) {
     out.sequences.push_back({seq, n_rows, n_logits});
     n_rows += static_cast<size_t>(n_logits);
   }
-  const size_t need = std::max<size_t>(1, n_rows) * static_cast<size_t>(out.n_vocab);
+  batch_.copies = plan.copies;
+  const size_t n_vocab = static_cast<size_t>(out.n_vocab);
+  const size_t need = std::max<size_t>(1, n_rows + plan.forks.size()) * n_vocab;
   if (logits_.size() < need) logits_.resize(need);
   DUET_TRY(model_.forward(batch_, cache_, pool_, logits_.data()));
   out.logits = logits_.data();
+  // A forked choice samples from its own copy of its parent's row: sampling
+  // changes a row in place.
+  for (const SchedulerOutput::Fork& f : plan.forks) {
+    const auto parent = std::find_if(out.sequences.begin(), out.sequences.end(),
+                                     [&](const SequenceLogits& s) { return s.seq == f.parent; });
+    const float* row = out.row(parent->first_row + static_cast<size_t>(parent->n_rows - 1));
+    std::copy(row, row + n_vocab, out.row(n_rows));
+    out.sequences.push_back({f.child, n_rows, 1});
+    ++n_rows;
+  }
   return out;
 }
 

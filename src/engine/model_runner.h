@@ -1,6 +1,7 @@
 // The execute stage: turns a SchedulerOutput into one flat batch, runs the
 // model's forward pass over the paged cache, and hands back the logits rows
-// of the sequences that sample this step. It changes no sequence: advancing
+// of the sequences that sample this step (and of the choices forked off
+// them, copies of their parent's row). It changes no sequence: advancing
 // what each has computed is the update stage's job.
 #pragma once
 

@@ -26,7 +26,8 @@ TokenOutcome OutputProcessor::process(Sequence* seq, int32_t token, const float*
   record_time(seq, metrics);
   TokenOutcome out;
   TokenEvent& ev = out.event;
-  ev.request_id = seq->id;
+  ev.request_id = seq->request_id;
+  ev.choice = seq->choice;
   ev.token = token;
   ev.timings = &seq->timings;
   if (raw_logits) {
@@ -56,7 +57,8 @@ TokenOutcome OutputProcessor::process(Sequence* seq, int32_t token, const float*
 
 TokenEvent OutputProcessor::finish_event(Sequence* seq, FinishReason reason, const std::string& error) const {
   TokenEvent ev;
-  ev.request_id = seq->id;
+  ev.request_id = seq->request_id;
+  ev.choice = seq->choice;
   // A stop string already ended the text; any other end releases what was held.
   if (reason != FinishReason::kStop || !seq->stop_matched) ev.text = seq->text->finish().text;
   ev.finished = true;

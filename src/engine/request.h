@@ -37,6 +37,11 @@ struct RequestParams {
   // drafts are cut at the first token the grammar rejects and verified
   // against masked rows.
   std::shared_ptr<const Grammar> grammar;
+  // Choices (OpenAI's `n`): the prompt is prefilled once, then the sequence
+  // forks into n that share the prompt's KV blocks (copy-on-write of the
+  // last partial one). Choice i samples with seed + i; each reports its own
+  // events (TokenEvent::choice) and ends on its own.
+  int32_t n = 1;
 };
 
 // Timings of one request, in seconds since it was submitted.
@@ -61,6 +66,7 @@ struct TokenLogprob {
 
 struct TokenEvent {
   int64_t request_id = 0;
+  int32_t choice = 0;               // of RequestParams::n
   int32_t token = -1;               // -1 when the event only reports the end
   // Newly released output text. Text that might begin a stop string is held
   // back until it cannot, so it may lag the tokens; the finishing event
@@ -68,7 +74,10 @@ struct TokenEvent {
   std::string text;
   float logprob = 0;                       // of `token`, with params.logprobs >= 0
   std::vector<TokenLogprob> top_logprobs;  // most likely first, params.logprobs of them
-  bool finished = false;
+  bool finished = false;             // this choice's last event
+  // Finished, and no other choice of the request is still running: the
+  // request's last event.
+  bool request_ended = false;
   FinishReason reason = FinishReason::kNone;
   std::string error;                // set with kError
   const RequestTimings* timings = nullptr;

@@ -25,6 +25,21 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
+void Sampler::apply_bias(float* logits, int32_t n_vocab) const {
+  const auto in_vocab = [&](const TokenBias& b) { return b.token >= 0 && b.token < n_vocab; };
+  std::vector<TokenBias> forced;
+  for (const TokenBias& b : params_.logit_bias)
+    if (b.bias >= 100.0f && in_vocab(b) && logits[b.token] != -INFINITY) forced.push_back({b.token, logits[b.token]});
+  if (!forced.empty()) {
+    // Only the forced tokens stay possible, in their own proportions.
+    std::fill(logits, logits + n_vocab, -INFINITY);
+    for (const TokenBias& f : forced) logits[f.token] = f.bias;
+    return;
+  }
+  for (const TokenBias& b : params_.logit_bias)
+    if (in_vocab(b)) logits[b.token] = b.bias <= -100.0f ? -INFINITY : logits[b.token] + b.bias;
+}
+
 void Sampler::apply_penalties(float* logits, int32_t n_vocab, std::span<const int32_t> history) {
   const bool repeat = params_.repeat_penalty != 1.0f;
   if (!repeat && params_.frequency_penalty == 0.0f && params_.presence_penalty == 0.0f) return;
@@ -93,6 +108,7 @@ int32_t Sampler::sample(float* logits, int32_t n_vocab, std::span<const int32_t>
   // No cut: draw() over distribution()'s list without building it (32000
   // entries per token). The same probabilities in the same order (the head,
   // then the rest by id), so the same token for the same random number.
+  apply_bias(logits, n_vocab);
   apply_penalties(logits, n_vocab, history);
   scale(logits, n_vocab);
   select_head();
@@ -113,6 +129,7 @@ int32_t Sampler::sample(float* logits, int32_t n_vocab, std::span<const int32_t>
 void Sampler::distribution(float* logits, int32_t n_vocab, std::span<const int32_t> history,
                            TokenDist& out) {
   out.clear();
+  apply_bias(logits, n_vocab);
   apply_penalties(logits, n_vocab, history);
   if (params_.temperature <= 0.0f) {
     out.push_back({static_cast<int32_t>(std::max_element(logits, logits + n_vocab) - logits), 1.0});

@@ -11,6 +11,11 @@
 
 namespace duet {
 
+struct TokenBias {
+  int32_t token;
+  float bias;  // [-100, 100]
+};
+
 struct SamplingParams {
   float temperature = 0.8f;      // <= 0: greedy
   int32_t top_k = 40;            // <= 0: off
@@ -21,6 +26,10 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   uint64_t seed = 0;
+  // OpenAI's logit_bias: added to a token's logit before everything else;
+  // -100 bans the token, 100 forces it (the others are banned while a
+  // forced token is possible).
+  std::vector<TokenBias> logit_bias;
 
   static SamplingParams greedy() {
     SamplingParams p;
@@ -61,6 +70,7 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  void apply_bias(float* logits, int32_t n_vocab) const;
   void apply_penalties(float* logits, int32_t n_vocab, std::span<const int32_t> history);
   void scale(const float* logits, int32_t n_vocab);
   void select_head();

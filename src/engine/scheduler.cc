@@ -45,6 +45,16 @@ void Scheduler::reuse_cached_prefix(Sequence* seq, BlockPool& pool) {
   seq->n_computed = hit;
 }
 
+bool Scheduler::make_room(Sequence* seq, int32_t n, BlockPool& pool, SchedulerOutput& out) {
+  const int32_t begin = seq->cache_len();
+  return seq->table.reserve(pool, begin + n) && seq->table.own_blocks(pool, begin, begin + n, out.copies);
+}
+
+bool Scheduler::has_slots(const Sequence* seq) const {
+  const size_t want = running_.size() + 1 + static_cast<size_t>(seq->pending_choices);
+  return running_.empty() || want <= static_cast<size_t>(config_.max_seqs);
+}
+
 int32_t Scheduler::chunk_size(const Sequence* seq, int32_t budget) const {
   const int32_t n = std::min(seq->n_pending(), budget);
   return config_.max_chunk_tokens > 0 ? std::min(n, config_.max_chunk_tokens) : n;
@@ -57,10 +67,10 @@ SchedulerOutput Scheduler::schedule(BlockPool& pool) {
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
     const int32_t n = chunk_size(seq, budget);
-    bool fits = seq->table.reserve(pool, seq->cache_len() + n);
+    bool fits = make_room(seq, n, pool, out);
     while (!fits && running_.back() != seq) {
       preempt(running_.back(), pool, out);
-      fits = seq->table.reserve(pool, seq->cache_len() + n);
+      fits = make_room(seq, n, pool, out);
     }
     if (!fits) {
       // Alone and still too big for the pool: it can never run.
@@ -81,12 +91,11 @@ SchedulerOutput Scheduler::schedule(BlockPool& pool) {
 }
 
 void Scheduler::admit_waiting(BlockPool& pool, int32_t& budget, SchedulerOutput& out) {
-  while (budget > 0 && !waiting_.empty() &&
-         running_.size() < static_cast<size_t>(config_.max_seqs)) {
+  while (budget > 0 && !waiting_.empty() && has_slots(waiting_.front())) {
     Sequence* seq = waiting_.front();
     if (config_.prefix_caching) reuse_cached_prefix(seq, pool);
     const int32_t n = chunk_size(seq, budget);
-    if (!seq->table.reserve(pool, seq->cache_len() + n)) {
+    if (!make_room(seq, n, pool, out)) {
       // Waiting sequences hold no blocks: give the matched prefix back.
       reset_kv(seq, pool);
       if (running_.empty() && out.chunks.empty()) {

@@ -5,7 +5,10 @@
 // then waiting ones join while budget, sequence slots and KV blocks last.
 // When blocks run out, the newest running sequence is preempted: its blocks
 // are freed and it waits to be recomputed. With prefix caching, a sequence
-// joining starts from the cached blocks of its longest cached prefix.
+// joining starts from the cached blocks of its longest cached prefix. The
+// choices forked off one request (RequestParams::n) share its prompt's
+// blocks; a shared block is copied before a sequence writes into it
+// (copy-on-write, SchedulerOutput::copies).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,9 @@ class Scheduler {
   explicit Scheduler(const SchedulerConfig& config) : config_(config) {}
 
   void add(Sequence* seq) { waiting_.push_back(seq); }
+  // A sequence forked off a running one (its blocks shared): it runs from
+  // the next step on.
+  void add_running(Sequence* seq) { running_.push_back(seq); }
   // Removes a sequence wherever it is (finished or cancelled); frees its blocks.
   void remove(Sequence* seq, BlockPool& pool);
 
@@ -53,6 +59,11 @@ class Scheduler {
   void preempt(Sequence* seq, BlockPool& pool, SchedulerOutput& out);
   void reuse_cached_prefix(Sequence* seq, BlockPool& pool);
   int32_t chunk_size(const Sequence* seq, int32_t budget) const;
+  // Blocks for the sequence's next n tokens, each of its own: a block it
+  // shares with a forked sibling is copied before it is written.
+  bool make_room(Sequence* seq, int32_t n, BlockPool& pool, SchedulerOutput& out);
+  // Room among the running for the sequence and the choices it will fork.
+  bool has_slots(const Sequence* seq) const;
   void admit_waiting(BlockPool& pool, int32_t& budget, SchedulerOutput& out);
 
   SchedulerConfig config_;

@@ -29,6 +29,16 @@ struct SchedulerOutput {
   std::vector<Sequence*> preempted;
   // Sequences that cannot fit in the block pool even alone: never run.
   std::vector<Sequence*> unfittable;
+  // Shared blocks copied before the pass writes into them (copy-on-write).
+  std::vector<BlockCopy> copies;
+  // Choices forked this step from a sequence whose chunk completes its
+  // prompt (RequestParams::n): each child holds its parent's blocks and
+  // samples its first token from a copy of its parent's logits row.
+  struct Fork {
+    Sequence* parent;
+    Sequence* child;
+  };
+  std::vector<Fork> forks;
 
   bool empty() const { return chunks.empty(); }
 };

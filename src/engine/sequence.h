@@ -3,6 +3,7 @@
 // output text and its callback.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -35,6 +36,8 @@ struct Sequence {
   Sequence(int64_t id, std::vector<int32_t> prompt, const RequestParams& params,
            TokenCallback on_token)
       : id(id),
+        request_id(id),
+        pending_choices(std::max(0, params.n - 1)),
         tokens(std::move(prompt)),
         n_prompt(static_cast<int32_t>(tokens.size())),
         params(params),
@@ -57,7 +60,12 @@ struct Sequence {
     return std::chrono::duration<double>(Clock::now() - submitted).count();
   }
 
-  int64_t id;
+  int64_t id;                   // the engine's key for this sequence
+  int64_t request_id;           // the request's: its first choice's id
+  int32_t choice = 0;           // of params.n
+  // Choices still to fork from this one once its prompt is computed
+  // (params.n - 1 for a request's first sequence until it forks).
+  int32_t pending_choices = 0;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int32_t n_prompt;
   int32_t n_computed = 0;       // tokens whose K/V have been computed
