@@ -38,6 +38,7 @@ struct ServeOptions {
   double body_timeout = 30;
   int32_t max_tokens = 0;
   int32_t max_prompt_tokens = 0;
+  int32_t max_n = 16;
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
@@ -90,6 +91,7 @@ int serve(const ServeOptions& o) {
   if (o.header_timeout <= 0 || o.body_timeout <= 0) return fail(err("--header-timeout and --body-timeout must be > 0"));
   if (o.max_tokens < 0 || o.max_prompt_tokens < 0 || o.request_timeout < 0 || o.shutdown_timeout < 0)
     return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
+  if (o.max_n < 1) return fail(err("--max-n must be >= 1"));
   if (o.http.max_conns_per_address < 1) return fail(err("--max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
   auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
@@ -127,6 +129,7 @@ int serve(const ServeOptions& o) {
   sc.http_threads = o.max_seqs + o.max_queue + 8;
   sc.max_tokens_limit = o.max_tokens;
   sc.max_prompt_tokens = o.max_prompt_tokens;
+  sc.max_n = o.max_n;
   sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
@@ -194,6 +197,8 @@ const bool registered = register_command(
       app.add_option("--max-tokens", o->max_tokens, "Largest max_tokens a request may ask (0: no cap)")
           ->capture_default_str();
       app.add_option("--max-prompt-tokens", o->max_prompt_tokens, "Longest prompt in tokens (0: the context)")
+          ->capture_default_str();
+      app.add_option("--max-n", o->max_n, "Most choices (n) one request may ask; more get 400")
           ->capture_default_str();
       app.add_option("--request-timeout", o->request_timeout,
                      "Seconds a request may run; then it ends with an error (0: no limit)")

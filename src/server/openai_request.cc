@@ -99,6 +99,27 @@ std::optional<ApiError> read_stop(Fields& f, std::vector<std::string>& out) {
   return std::nullopt;
 }
 
+// {"token id": bias}: ids as decimal strings (checked against the
+// vocabulary once the model is known), biases in [-100, 100].
+std::optional<ApiError> read_logit_bias(Fields& f, std::vector<TokenBias>& out) {
+  const json* lb = f.get("logit_bias");
+  if (!lb) return std::nullopt;
+  if (!lb->is_object()) return wrong_type("logit_bias", "an object mapping token ids to biases");
+  for (auto it = lb->begin(); it != lb->end(); ++it) {
+    const std::string& key = it.key();
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) return invalid("'logit_bias' key '" + key + "' is not a token id", "logit_bias");
+    if (!it->is_number())
+      return invalid("'logit_bias' value for token " + key + " must be a number", "logit_bias");
+    const double bias = it->get<double>();
+    if (!(bias >= -100 && bias <= 100))
+      return invalid("'logit_bias' value for token " + key + " must be between -100 and 100", "logit_bias");
+    out.push_back({std::stoi(key), static_cast<float>(bias)});
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_prompt(Fields& f, GenerateRequest& out) {
   const json* v = f.get("prompt");
   if (!v) return invalid("'prompt' is required", "prompt");
@@ -271,16 +292,18 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
   if (i) out.max_tokens = static_cast<int32_t>(*i);
 
   i.reset();
-  DUET_API_TRY(read_int(f, "n", 1, 1000000, i));
-  if (i && *i != 1) return invalid("only n=1 is supported", "n");
+  DUET_API_TRY(read_int(f, "n", 1, std::numeric_limits<int32_t>::max(), i));
+  if (i) out.params.n = static_cast<int32_t>(*i);
   if (!chat) {
     i.reset();
-    DUET_API_TRY(read_int(f, "best_of", 1, 1000000, i));
-    if (i && *i != 1) return invalid("only best_of=1 is supported", "best_of");
-    bool echo = false;
-    DUET_API_TRY(read_bool(f, "echo", echo));
-    if (echo) return invalid("echo is not supported", "echo");
-    if (f.get("suffix")) return invalid("suffix is not supported", "suffix");
+    DUET_API_TRY(read_int(f, "best_of", 1, std::numeric_limits<int32_t>::max(), i));
+    // best_of = n returns every candidate: that is n.
+    if (i && *i != out.params.n) return invalid("best_of other than n is not supported", "best_of");
+    DUET_API_TRY(read_bool(f, "echo", out.echo));
+    if (const json* s = f.get("suffix")) {
+      if (!s->is_string()) return wrong_type("suffix", "a string");
+      out.suffix = s->get<std::string>();
+    }
   }
 
   DUET_API_TRY(read_bool(f, "stream", out.stream));
@@ -308,10 +331,9 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
   }
   out.params.logprobs = out.logprobs;
 
-  if (const json* lb = f.get("logit_bias")) {
-    if (!lb->is_object()) return wrong_type("logit_bias", "an object");
-    if (!lb->empty()) return invalid("logit_bias is not supported", "logit_bias");
-  }
+  if (out.echo && out.logprobs >= 0)
+    return invalid("'echo' with 'logprobs' is not supported: duet does not score the prompt's tokens", "echo");
+  DUET_API_TRY(read_logit_bias(f, s.logit_bias));
   if (const json* u = f.get("user"); u && !u->is_string()) return wrong_type("user", "a string");
   if (chat) {
     for (const char* k : {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}) f.get(k);

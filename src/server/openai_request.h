@@ -24,6 +24,10 @@ struct GenerateRequest {
   std::string prompt;                 // completions: prompt text
   std::vector<int32_t> prompt_ids;    // completions: prompt given as token ids
   bool prompt_is_ids = false;
+  bool echo = false;                  // completions: each choice's text starts with the prompt's
+  // Completions: the text after the one to generate; the prompt becomes the
+  // model's fill-in-the-middle prompt (prompt_builder.h).
+  std::optional<std::string> suffix;
   std::vector<ChatMessage> messages;  // chat
   // chat: the messages as the template reads them (chat_messages.h), the
   // tools, and chat_template_kwargs (further template variables).
@@ -38,7 +42,10 @@ struct GenerateRequest {
   // Completions: top alternatives per token (0-5); chat: logprobs true and
   // top_logprobs alternatives (0-20). -1: off.
   int32_t logprobs = -1;
-  RequestParams params;  // sampling, stop, ignore_eos (max_tokens set later)
+  // Sampling (logit_bias included: its ids are checked against the
+  // vocabulary later), stop, ignore_eos, n (its cap is checked later);
+  // max_tokens is set later.
+  RequestParams params;
 };
 
 // Fills `out` from the JSON body; the error names the first problem.
@@ -51,6 +58,9 @@ struct GenerateRequest {
 // "json_schema": {"name", "schema", "strict", "description"}}, on both
 // endpoints. A grammar that does not parse or a schema duet cannot compile
 // is a 400 naming the problem (for schemas, the JSON pointer).
+//
+// n (choices), logit_bias ({"token id": bias in [-100, 100]}), and on
+// completions echo (not with logprobs) and suffix.
 //
 // Chat also takes tools, tool_choice and parallel_tool_calls (chat_tools.h),
 // messages with tool calls and tool results, and chat_template_kwargs.

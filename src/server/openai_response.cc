@@ -22,6 +22,15 @@ json usage_json(const RequestTimings& t) {
           {"prompt_tokens_details", {{"cached_tokens", t.n_cached}}}};
 }
 
+RequestTimings total_usage(const std::vector<RequestTimings>& choices) {
+  RequestTimings t;
+  if (choices.empty()) return t;
+  t.n_prompt = choices[0].n_prompt;
+  t.n_cached = choices[0].n_cached;
+  for (const RequestTimings& c : choices) t.n_generated += c.n_generated;
+  return t;
+}
+
 namespace {
 
 json bytes_of(const std::string& s) {
@@ -83,9 +92,8 @@ json finish_json(FinishReason r) {
 
 }  // namespace
 
-json full_response(const ResponseShape& shape, const std::string& text, FinishReason reason,
-                   json logprobs, const RequestTimings& timings) {
-  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(reason)}};
+json whole_choice(const ResponseShape& shape, const std::string& text, FinishReason reason, json logprobs) {
+  json choice = {{"index", shape.index}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(reason)}};
   if (shape.chat && shape.parser) {
     shape.parser->feed(text);
     shape.parser->finish();
@@ -96,19 +104,23 @@ json full_response(const ResponseShape& shape, const std::string& text, FinishRe
   } else if (shape.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
-    choice["text"] = text;
+    choice["text"] = shape.echo + text;
   }
+  return choice;
+}
+
+json full_response(const ResponseShape& shape, json choices, const RequestTimings& usage) {
   return {{"id", shape.id},
           {"object", shape.chat ? "chat.completion" : "text_completion"},
           {"created", shape.created},
           {"model", shape.model},
-          {"choices", json::array({choice})},
-          {"usage", usage_json(timings)}};
+          {"choices", std::move(choices)},
+          {"usage", usage_json(usage)}};
 }
 
 json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
                   FinishReason finish, json logprobs) {
-  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(finish)}};
+  json choice = {{"index", shape.index}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(finish)}};
   if (shape.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
@@ -152,13 +164,13 @@ std::vector<json> stream_chunks(const ResponseShape& shape, const std::string& t
   if (delta_json.empty() && !logprobs.is_null()) delta_json.push_back({{"content", ""}});
   std::vector<json> out;
   for (json& d : delta_json) {
-    out.push_back(chunk_with(shape, {{"index", 0}, {"delta", std::move(d)}, {"logprobs", std::move(logprobs)},
+    out.push_back(chunk_with(shape, {{"index", shape.index}, {"delta", std::move(d)}, {"logprobs", std::move(logprobs)},
                                      {"finish_reason", nullptr}}));
     logprobs = nullptr;
   }
   if (finish != FinishReason::kNone) {
     const char* r = chat_finish_reason(shape.parser->message(), finish);
-    out.push_back(chunk_with(shape, {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr},
+    out.push_back(chunk_with(shape, {{"index", shape.index}, {"delta", json::object()}, {"logprobs", nullptr},
                                      {"finish_reason", r ? json(r) : json(nullptr)}}));
   }
   return out;

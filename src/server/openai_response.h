@@ -14,8 +14,9 @@
 
 namespace duet::server {
 
-// Everything that is the same across one response's chunks.
+// Everything that is the same across one choice's chunks.
 struct ResponseShape {
+  int32_t index = 0;  // the choice (RequestParams::n)
   bool chat = false;
   std::string id;
   int64_t created = 0;
@@ -26,12 +27,15 @@ struct ResponseShape {
   // all of it is content). One per response, fed by whichever of the
   // whole or the streamed path serves it.
   std::shared_ptr<ChatOutputParser> parser;
+  std::string echo;  // completions with echo: the prompt's text, before the choice's
 };
 
 // "stop" or "length"; nullptr for reasons that are not a normal end.
 const char* openai_finish_reason(FinishReason r);
 
 nlohmann::json usage_json(const RequestTimings& t);
+// The usage of a request's choices: its prompt once, their completions summed.
+RequestTimings total_usage(const std::vector<RequestTimings>& choices);
 
 // Collects logprobs of successive tokens in the endpoint's shape.
 class LogprobsBuilder {
@@ -51,9 +55,11 @@ class LogprobsBuilder {
   int32_t n_ = 0;
 };
 
-// A whole (non-streamed) response.
-nlohmann::json full_response(const ResponseShape& shape, const std::string& text, FinishReason reason,
-                             nlohmann::json logprobs, const RequestTimings& timings);
+// One choice of a whole (non-streamed) response.
+nlohmann::json whole_choice(const ResponseShape& shape, const std::string& text, FinishReason reason,
+                            nlohmann::json logprobs);
+// A whole response of these choices.
+nlohmann::json full_response(const ResponseShape& shape, nlohmann::json choices, const RequestTimings& usage);
 
 // One streamed chunk; finish may be kNone (finish_reason null).
 nlohmann::json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,

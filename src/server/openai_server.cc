@@ -12,6 +12,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
+#include "server/completion_prompt.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus.h"
@@ -56,24 +57,47 @@ ApiError transport_error(int status, const std::string& message, const HttpLimit
 
 // What the engine thread hands to the HTTP thread serving one request.
 struct Channel {
+  explicit Channel(int32_t n_choices) : timings(static_cast<size_t>(n_choices)) {}
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<TokenEvent> events;  // timings pointers cleared
-  RequestTimings timings;         // set with the finishing event
-  bool finished = false;
+  std::deque<TokenEvent> events;       // timings pointers cleared
+  std::vector<RequestTimings> timings;  // per choice, set with its finishing event
+  bool finished = false;               // every choice has ended
   int64_t id = 0;
 
   void push(const TokenEvent& ev) {
     std::lock_guard lock(mu);
     events.push_back(ev);
     events.back().timings = nullptr;
-    if (ev.finished) {
-      timings = *ev.timings;
-      finished = true;
-    }
+    if (ev.finished && static_cast<size_t>(ev.choice) < timings.size()) timings[static_cast<size_t>(ev.choice)] = *ev.timings;
+    if (ev.request_ended) finished = true;
     cv.notify_one();
   }
 };
+
+// One choice of a response: its shape (index, chat output parser) and what
+// has been gathered of it.
+struct Choice {
+  explicit Choice(ResponseShape s) : shape(std::move(s)), logprobs(shape) {}
+  ResponseShape shape;
+  LogprobsBuilder logprobs;
+  std::string text;                // whole responses
+  std::optional<TokenEvent> last;  // its finishing event
+};
+using Choices = std::vector<std::unique_ptr<Choice>>;
+
+// Each choice gets its own output parser: they are written apart.
+std::shared_ptr<Choices> make_choices(const ResponseShape& base, const GenerateRequest& r) {
+  auto choices = std::make_shared<Choices>();
+  for (int32_t i = 0; i < r.params.n; ++i) {
+    ResponseShape shape = base;
+    shape.index = i;
+    if (base.chat)
+      shape.parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
+    choices->push_back(std::make_unique<Choice>(std::move(shape)));
+  }
+  return choices;
+}
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 std::string sse(const std::vector<json>& chunks) {
@@ -84,26 +108,35 @@ std::string sse(const std::vector<json>& chunks) {
 
 // A non-streamed response being gathered from the engine's events.
 struct WholeResponse {
-  explicit WholeResponse(const ResponseShape& shape) : logprobs(shape) {}
-  std::string text;
-  LogprobsBuilder logprobs;
-  std::optional<TokenEvent> last;  // the finishing event
+  explicit WholeResponse(std::shared_ptr<Choices> choices) : choices(std::move(choices)) {}
+  std::shared_ptr<Choices> choices;
+  bool finished = false;  // every choice has ended
 
   // Takes the channel's events; true once the request has finished.
-  bool take(Channel& channel, const ResponseShape& shape) {
+  bool take(Channel& channel) {
     for (TokenEvent& ev : channel.events) {
-      text += ev.text;
-      if (ev.token >= 0 && shape.logprobs) logprobs.add(ev);
-      if (ev.finished) last = std::move(ev);
+      Choice& c = *(*choices)[static_cast<size_t>(ev.choice)];
+      c.text += ev.text;
+      if (ev.token >= 0 && c.shape.logprobs) c.logprobs.add(ev);
+      finished = finished || ev.request_ended;
+      if (ev.finished) c.last = std::move(ev);
     }
     channel.events.clear();
-    return last.has_value();
+    return finished;
   }
-  std::string body(const ResponseShape& shape, const RequestTimings& timings) {
-    if (last->reason == FinishReason::kError)
-      return dump(ApiError{500, last->error, "server_error", "", ""}.to_json());
-    return dump(full_response(shape, text, last->reason,
-                              shape.logprobs ? logprobs.take() : json(nullptr), timings));
+  // The error a choice ended with, if any did.
+  std::optional<ApiError> error() const {
+    for (const auto& c : *choices)
+      if (c->last && c->last->reason == FinishReason::kError) return ApiError{500, c->last->error, "server_error", "", ""};
+    return std::nullopt;
+  }
+  std::string body(const std::vector<RequestTimings>& timings) {
+    if (auto e = error()) return dump(e->to_json());
+    json out = json::array();
+    for (const auto& c : *choices)
+      out.push_back(whole_choice(c->shape, c->text, c->last ? c->last->reason : FinishReason::kNone,
+                                 c->shape.logprobs ? c->logprobs.take() : json(nullptr)));
+    return dump(full_response(choices->front()->shape, std::move(out), total_usage(timings)));
   }
 };
 
@@ -136,21 +169,20 @@ void cancel_unless_finished(Channel& channel, EngineLoop& loop) {
 using Overdue = std::function<std::optional<ApiError>()>;
 
 void respond_whole(HttpResponse& res, std::shared_ptr<Channel> channel,
-                   std::shared_ptr<ResponseShape> shape, EngineLoop& loop, int32_t wait_ms,
+                   std::shared_ptr<Choices> choices, EngineLoop& loop, int32_t wait_ms,
                    std::chrono::steady_clock::time_point request_deadline, Overdue overdue) {
-  auto whole = std::make_shared<WholeResponse>(*shape);
+  auto whole = std::make_shared<WholeResponse>(std::move(choices));
   {
     // Most requests finish quickly: wait, then answer with the right status
     // (an error one if the request's own deadline comes first).
     std::unique_lock lock(channel->mu);
     const auto deadline =
         std::min(request_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
-    while (!whole->take(*channel, *shape))
+    while (!whole->take(*channel))
       if (!channel->cv.wait_until(lock, deadline, [&] { return !channel->events.empty(); })) break;
-    if (whole->last) {
-      if (whole->last->reason == FinishReason::kError)
-        return send_error(res, {500, whole->last->error, "server_error", "", ""});
-      res.set_content(whole->body(*shape, channel->timings), "application/json");
+    if (whole->finished) {
+      if (auto e = whole->error()) return send_error(res, *e);
+      res.set_content(whole->body(channel->timings), "application/json");
       return;
     }
   }
@@ -164,17 +196,17 @@ void respond_whole(HttpResponse& res, std::shared_ptr<Channel> channel,
   // cancelled instead of generating for nobody.
   res.set_chunked_content_provider(
       "application/json",
-      [channel, shape, whole, overdue, &loop](DataSink& sink) {
+      [channel, whole, overdue, &loop](DataSink& sink) {
         bool finished;
         {
           std::unique_lock lock(channel->mu);
           channel->cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return !channel->events.empty(); });
-          finished = whole->take(*channel, *shape);
+          finished = whole->take(*channel);
         }
         std::optional<ApiError> late = finished ? std::nullopt : overdue();
         if (!finished && !late) return sink.write(" ", 1);
         if (late) loop.cancel(channel->id);
-        const std::string body = late ? dump(late->to_json()) : whole->body(*shape, channel->timings);
+        const std::string body = late ? dump(late->to_json()) : whole->body(channel->timings);
         if (!sink.write(body.data(), body.size())) return false;
         sink.done();
         return true;
@@ -265,10 +297,8 @@ std::optional<ApiError> OpenAiServer::parse(const HttpRequest& req, bool chat, G
     if (auto e = render_chat_request(config_.chat_template.get(), model_, r, text)) return e;
     // Templates write BOS themselves (as bos_token), so none is added here.
     prompt = tok.encode(text, /*add_bos=*/false, /*parse_special=*/true);
-  } else if (r.prompt_is_ids) {
-    prompt = std::move(r.prompt_ids);
   } else {
-    prompt = tok.encode(r.prompt, tok.add_bos_default());
+    if (auto e = completion_prompt(tok, r, prompt)) return e;
   }
   return std::nullopt;
 }
@@ -295,6 +325,23 @@ std::optional<ApiError> OpenAiServer::validate(bool chat, const std::vector<int3
   // context is full.
   r.params.max_tokens = r.max_tokens ? *r.max_tokens : (chat ? engine.ctx() - n_prompt : 16);
   if (cap > 0) r.params.max_tokens = std::min(r.params.max_tokens, cap);
+  return validate_choices(r);
+}
+
+// n under --max-n and what the engine allows; logit_bias naming tokens of
+// the vocabulary.
+std::optional<ApiError> OpenAiServer::validate_choices(const GenerateRequest& r) const {
+  if (r.params.n > config_.max_n)
+    return invalid("n is " + std::to_string(r.params.n) + "; this server allows at most " +
+                       std::to_string(config_.max_n) + " choices per request",
+                   "n", "n_too_large");
+  if (Status st = loop_.engine().check_params(r.params); !st) return invalid(st.error().message, "n");
+  const int32_t n_vocab = model_.config().n_vocab;
+  for (const TokenBias& b : r.params.sampling.logit_bias)
+    if (b.token >= n_vocab)
+      return invalid("'logit_bias' key '" + std::to_string(b.token) + "' is not a token id of this model (its " +
+                         std::to_string(n_vocab) + " tokens are 0 to " + std::to_string(n_vocab - 1) + ")",
+                     "logit_bias");
   return std::nullopt;
 }
 
@@ -315,35 +362,34 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
                                          ? Clock::now() + std::chrono::milliseconds(config_.request_timeout_ms)
                                          : Clock::time_point::max();
   Overdue overdue = [this, deadline] { return this->overdue(deadline); };
-  auto channel = std::make_shared<Channel>();
-  auto shape = std::make_shared<ResponseShape>();
-  shape->chat = chat;
-  shape->created = static_cast<int64_t>(std::time(nullptr));
-  shape->model = r.model.empty() ? config_.model_name : r.model;
-  shape->logprobs = r.logprobs >= 0;
-  shape->tokenizer = &model_.tokenizer();
-  if (chat)
-    shape->parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
+  auto channel = std::make_shared<Channel>(r.params.n);
+  ResponseShape base;
+  base.chat = chat;
+  base.created = static_cast<int64_t>(std::time(nullptr));
+  base.model = r.model.empty() ? config_.model_name : r.model;
+  base.logprobs = r.logprobs >= 0;
+  base.tokenizer = &model_.tokenizer();
+  if (r.echo) base.echo = r.prompt;
   const bool log = config_.log_requests;
   auto id = loop_.submit(std::move(prompt), r.params, [channel, chat, log](const TokenEvent& ev) {
-    if (ev.finished && log) log_finished(chat, ev);
+    if (ev.request_ended && log) log_finished(chat, ev);
     channel->push(ev);
   });
   if (!id) return send_error(res, invalid(id.error().message, chat ? "messages" : "prompt", id.error().code));
   // One id from submission on: the engine's, in the response and the log.
   channel->id = *id;
-  shape->id = response_id(chat, *id);
+  base.id = response_id(chat, *id);
+  std::shared_ptr<Choices> choices = make_choices(base, r);
 
   // Stream.
-  if (!r.stream) return respond_whole(res, channel, shape, loop_, config_.whole_response_wait_ms, deadline, overdue);
+  if (!r.stream) return respond_whole(res, channel, choices, loop_, config_.whole_response_wait_ms, deadline, overdue);
 
   const bool include_usage = r.include_usage;
-  auto logprobs = std::make_shared<LogprobsBuilder>(*shape);
   auto first = std::make_shared<bool>(true);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, channel, shape, logprobs, first, include_usage, overdue](DataSink& sink) {
+      [this, channel, choices, first, include_usage, overdue](DataSink& sink) {
         std::deque<TokenEvent> events;
         {
           std::unique_lock lock(channel->mu);
@@ -351,27 +397,36 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
                                [&] { return !channel->events.empty(); });
           events.swap(channel->events);
         }
-        if (*first && shape->chat) {
-          // The role comes first, as OpenAI sends it.
+        if (*first) {
+          // Each choice's role comes first, as OpenAI sends it; an echoed
+          // prompt is each completion's first text.
           *first = false;
-          const std::string role = sse(stream_chunk(*shape, "", true, FinishReason::kNone, nullptr));
-          if (!sink.write(role.data(), role.size())) return false;
+          std::string head;
+          for (const auto& c : *choices) {
+            if (c->shape.chat) head += sse(stream_chunk(c->shape, "", true, FinishReason::kNone, nullptr));
+            else if (!c->shape.echo.empty()) head += sse(stream_chunk(c->shape, c->shape.echo, false, FinishReason::kNone, nullptr));
+          }
+          if (!head.empty() && !sink.write(head.data(), head.size())) return false;
         }
         for (const TokenEvent& ev : events) {
-          if (ev.token >= 0 && shape->logprobs) logprobs->add(ev);
+          Choice& c = *(*choices)[static_cast<size_t>(ev.choice)];
+          if (ev.token >= 0 && c.shape.logprobs) c.logprobs.add(ev);
+          const auto logprobs = [&] { return c.logprobs.empty() ? json(nullptr) : c.logprobs.take(); };
+          const bool failed = ev.finished && ev.reason == FinishReason::kError;
           std::string out;
-          if (ev.finished && ev.reason == FinishReason::kError) {
+          if (failed) {
             out = sse(ApiError{500, ev.error, "server_error", "", ""}.to_json());
           } else if (ev.finished) {
-            out += sse(stream_chunks(*shape, ev.text, ev.reason, logprobs->empty() ? json(nullptr) : logprobs->take()));
-            if (include_usage) out += sse(usage_chunk(*shape, channel->timings));
-          } else if (!ev.text.empty() || !logprobs->empty()) {
-            out = sse(stream_chunks(*shape, ev.text, FinishReason::kNone,
-                                    logprobs->empty() ? json(nullptr) : logprobs->take()));
+            out += sse(stream_chunks(c.shape, ev.text, ev.reason, logprobs()));
+            if (include_usage && ev.request_ended) out += sse(usage_chunk(c.shape, total_usage(channel->timings)));
+          } else if (!ev.text.empty() || !c.logprobs.empty()) {
+            out = sse(stream_chunks(c.shape, ev.text, FinishReason::kNone, logprobs()));
           }
-          if (ev.finished) out += "data: [DONE]\n\n";
+          // A failed choice ends the stream; the others are cancelled.
+          const bool end = failed || ev.request_ended;
+          if (end) out += "data: [DONE]\n\n";
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (ev.finished) {
+          if (end) {
             sink.done();
             return true;
           }

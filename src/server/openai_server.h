@@ -35,6 +35,7 @@ struct ServerConfig {
   int32_t http_threads = 64;        // requests handled at once (streams included)
   int32_t max_tokens_limit = 0;     // a larger max_tokens is a 400; 0: no cap
   int32_t max_prompt_tokens = 0;    // a longer prompt is a 400; 0: the context
+  int32_t max_n = 16;               // most choices (n) per request; more is a 400
   int32_t request_timeout_ms = 0;   // a request still running then ends with an error; 0: none
   // A non-streamed request not finished within this long is answered with
   // whitespace heartbeats before its JSON, to notice a client that leaves.
@@ -71,6 +72,7 @@ class OpenAiServer {
   std::optional<ApiError> parse(const HttpRequest& req, bool chat, GenerateRequest& r,
                                 std::vector<int32_t>& prompt) const;
   std::optional<ApiError> validate(bool chat, const std::vector<int32_t>& prompt, GenerateRequest& r) const;
+  std::optional<ApiError> validate_choices(const GenerateRequest& r) const;
   // Why a request still running must end now (its deadline has passed, or
   // the drain's grace is over); nullopt while it may go on.
   std::optional<ApiError> overdue(Clock::time_point deadline) const;

@@ -89,6 +89,15 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
            std::to_string(m.finished_by_reason[static_cast<size_t>(r)]) + "\n";
   }
   metric(out, "duet_prompt_tokens_total", "counter", "Prompt tokens submitted", static_cast<double>(m.prompt_tokens));
+  metric(out, "duet_prompt_tokens_computed_total", "counter",
+         "Prompt tokens run through the model (not found in the prefix cache, not shared by a fork of n > 1)",
+         static_cast<double>(m.prompt_tokens_computed));
+  metric(out, "duet_forked_choices_total", "counter", "Choices of n > 1 requests forked off their first choice",
+         static_cast<double>(m.forked_choices));
+  metric(out, "duet_fork_shared_blocks_total", "counter", "KV blocks forked choices took over from their parent",
+         static_cast<double>(m.fork_shared_blocks));
+  metric(out, "duet_kv_block_copies_total", "counter", "Copy-on-write copies of shared KV blocks",
+         static_cast<double>(m.kv_block_copies));
   metric(out, "duet_generation_tokens_total", "counter", "Tokens generated", static_cast<double>(m.generated_tokens));
   metric(out, "duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
          m.generated_tokens_per_second);

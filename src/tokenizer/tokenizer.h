@@ -49,11 +49,19 @@ class Tokenizer {
   bool strips_leading_space() const { return add_space_prefix_; }
   // End of generation: EOS, or any other end token the vocabulary names.
   virtual bool is_end_of_generation(int32_t id) const { return id == eos_id_; }
+  // Fill-in-the-middle: the prefix, suffix and middle tokens
+  // (tokenizer.ggml.fim_{pre,suf,mid}_token_id, or the older
+  // {prefix,suffix,middle}_token_id); -1 where the file names none.
+  int32_t fim_pre_id() const { return fim_pre_id_; }
+  int32_t fim_suf_id() const { return fim_suf_id_; }
+  int32_t fim_mid_id() const { return fim_mid_id_; }
+  bool has_fim() const { return fim_pre_id_ >= 0 && fim_suf_id_ >= 0 && fim_mid_id_ >= 0; }
 
  protected:
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;
   int32_t bos_id_ = -1, eos_id_ = -1, unk_id_ = -1;
+  int32_t fim_pre_id_ = -1, fim_suf_id_ = -1, fim_mid_id_ = -1;
   bool add_bos_ = true;
   bool add_space_prefix_ = true;
 };

@@ -216,7 +216,13 @@ TEST(ServerApi, InvalidRequestsAre400WithTheField) {
       {{{"prompt", 5}}, "prompt"},
       {{{"prompt", "a"}, {"temperature", 7}}, "temperature"},
       {{{"prompt", "a"}, {"frobnicate", true}}, "frobnicate"},
-      {{{"prompt", "a"}, {"n", 2}}, "n"},
+      {{{"prompt", "a"}, {"n", 17}}, "n"},  // above --max-n (16)
+      {{{"prompt", "a"}, {"n", 0}}, "n"},
+      {{{"prompt", "a"}, {"logit_bias", {{"dog", 1}}}}, "logit_bias"},
+      {{{"prompt", "a"}, {"logit_bias", {{"5", 101}}}}, "logit_bias"},
+      {{{"prompt", "a"}, {"logit_bias", {{"999999", 1}}}}, "logit_bias"},  // not in the vocabulary
+      {{{"prompt", "a"}, {"echo", true}, {"logprobs", 1}}, "echo"},
+      {{{"prompt", "a"}, {"suffix", "end"}}, "suffix"},  // stories260K has no FIM tokens
       {{{"prompt", "a"}, {"stop", {1, 2}}}, "stop"},
       {{{"max_tokens", 3}}, "prompt"},
       {{{"prompt", std::vector<int>{1, 1000000}}}, "prompt"},  // id out of the vocabulary

@@ -1,6 +1,6 @@
 // The official OpenAI client against a running `duet serve` (stories260K):
 // completions and chat, whole and streamed, stop sequences, max_tokens,
-// logprobs, usage and error statuses. Usage: node client_test.mjs BASE_URL API_KEY
+// logprobs, usage, n choices and error statuses. Usage: node client_test.mjs BASE_URL API_KEY
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
@@ -115,9 +115,77 @@ await check('chat stream with usage', async () => {
   assert.ok(usage.completion_tokens > 0);
 });
 
+await check('n greedy choices', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0, n: 3 });
+  assert.equal(r.choices.length, 3);
+  r.choices.forEach((c, i) => {
+    assert.equal(c.index, i);
+    assert.equal(c.text, r.choices[0].text);
+    assert.ok(full.startsWith(c.text), c.text);
+  });
+  assert.equal(r.usage.completion_tokens, 3 * 12);  // the prompt is counted once
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 3 * 12);
+});
+
+await check('n seeded choices streamed', async () => {
+  const body = { model, prompt: 'Once upon a time', max_tokens: 30, temperature: 1, seed: 3, n: 3 };
+  const whole = await client.completions.create(body);
+  assert.equal(new Set(whole.choices.map((c) => c.text)).size, 3);
+  const stream = await client.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  const texts = ['', '', ''], finish = [];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      texts[c.index] += c.text;
+      if (c.finish_reason) finish[c.index] = c.finish_reason;
+    }
+  }
+  assert.deepEqual(texts, whole.choices.map((c) => c.text));
+  assert.deepEqual(finish, whole.choices.map((c) => c.finish_reason));
+  assert.deepEqual(usage, whole.usage);
+});
+
+await check('chat n choices', async () => {
+  const body = {
+    model, temperature: 1, seed: 4, max_tokens: 10, n: 2,
+    messages: [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'A dog' }],
+  };
+  const whole = await client.chat.completions.create(body);
+  assert.equal(whole.choices.length, 2);
+  // The client's own accumulation of the stream, choice by choice.
+  const final = await client.chat.completions.stream(body).finalChatCompletion();
+  assert.equal(final.choices.length, 2);
+  for (const i of [0, 1]) {
+    assert.equal(final.choices[i].index, i);
+    assert.equal(final.choices[i].message.role, 'assistant');
+    assert.equal(final.choices[i].message.content, whole.choices[i].message.content);
+    assert.equal(final.choices[i].finish_reason, whole.choices[i].finish_reason);
+  }
+});
+
+await check('logit_bias and echo', async () => {
+  const plain = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0 });
+  const echoed = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0, echo: true,
+  });
+  assert.equal(echoed.choices[0].text, 'Once upon a time' + plain.choices[0].text);
+  // 100 forces token 300 at every step; -100 keeps it out.
+  const forced = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 3, temperature: 0, logprobs: 0, logit_bias: { 300: 100 },
+  });
+  const tokens = forced.choices[0].logprobs.tokens;
+  assert.equal(tokens.length, 3);
+  assert.ok(tokens.every((t) => t === tokens[0]), tokens.join('|'));
+  const banned = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, logprobs: 0, logit_bias: { 300: -100 },
+  });
+  assert.ok(!banned.choices[0].logprobs.tokens.includes(tokens[0]));
+});
+
 await check('errors', async () => {
   await assert.rejects(
-    client.completions.create({ model, prompt: 'x', n: 2 }),
+    client.completions.create({ model, prompt: 'x', n: 17 }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n');
   const wrong = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'wrong', maxRetries: 0 });
   await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
