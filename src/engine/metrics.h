@@ -61,6 +61,7 @@ struct EngineMetrics {
   // Counters since start.
   std::array<int64_t, 6> finished_by_reason{};  // indexed by FinishReason
   int64_t prompt_tokens = 0;
+  int64_t embedding_tokens = 0;  // input tokens of embedding requests
   int64_t generated_tokens = 0;
   int64_t prefix_query_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;    // of those, found there
