@@ -89,6 +89,8 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
            std::to_string(m.finished_by_reason[static_cast<size_t>(r)]) + "\n";
   }
   metric(out, "duet_prompt_tokens_total", "counter", "Prompt tokens submitted", static_cast<double>(m.prompt_tokens));
+  metric(out, "duet_embedding_tokens_total", "counter", "Input tokens embedded",
+         static_cast<double>(m.embedding_tokens));
   metric(out, "duet_generation_tokens_total", "counter", "Tokens generated", static_cast<double>(m.generated_tokens));
   metric(out, "duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
          m.generated_tokens_per_second);
