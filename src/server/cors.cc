@@ -1,6 +1,7 @@
 #include "server/cors.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "server/api_error.h"
 

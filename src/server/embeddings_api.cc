@@ -1,5 +1,6 @@
 #include "server/embeddings_api.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
