@@ -25,7 +25,9 @@ if ! command -v npm >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive ${sudo_cmd:-} apt-get install -y -qq nodejs npm >/dev/null
 fi
 for dir in tests/reference tests/reference/openai; do
-  if [ -f "$dir/package.json" ] && [ ! -d "$dir/node_modules" ]; then
+  # Again when package.json has changed since (a dependency added or moved).
+  if [ -f "$dir/package.json" ] && { [ ! -d "$dir/node_modules" ] ||
+      [ "$dir/package.json" -nt "$dir/node_modules/.package-lock.json" ]; }; then
     npm install --prefix "$dir" --no-audit --no-fund --silent >/dev/null
   fi
 done

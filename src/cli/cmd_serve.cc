@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
@@ -17,6 +19,7 @@
 #include "cli/engine_options.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
+#include "server/startup_server.h"
 
 namespace duet::cli {
 namespace {
@@ -42,6 +45,8 @@ struct ServeOptions {
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
+  std::vector<std::string> cors_origins;  // --cors-origin, repeatable or comma-separated
+  std::string pooling;                    // --pooling; empty: the model's
   EngineOptions engine;
 };
 
@@ -76,6 +81,12 @@ void raise_fd_limit() {
   }
 }
 
+Result<Pooling> parse_pooling(const std::string& name) {
+  for (Pooling p : {Pooling::kMean, Pooling::kCls, Pooling::kLast})
+    if (name == pooling_name(p)) return p;
+  return err("--pooling must be mean, cls or last, not '", name, "'");
+}
+
 int serve(const ServeOptions& o) {
   sigset_t signals;
   sigemptyset(&signals);
@@ -94,6 +105,18 @@ int serve(const ServeOptions& o) {
   if (o.max_n < 1) return fail(err("--max-n must be >= 1"));
   if (o.http.max_conns_per_address < 1) return fail(err("--max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
+  auto cors = server::parse_cors_origins(o.cors_origins);
+  if (!cors) return fail(cors.error());
+  std::optional<Pooling> pooling;
+  if (!o.pooling.empty()) {
+    auto p = parse_pooling(o.pooling);
+    if (!p) return fail(p.error());
+    pooling = *p;
+  }
+  // The port answers from the start: 503 "loading" until the model is ready.
+  server::StartupServer startup(o.http);
+  auto early_port = startup.start(o.host, o.port);
+  if (!early_port) return fail(early_port.error());
   auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());
 
@@ -111,7 +134,9 @@ int serve(const ServeOptions& o) {
 
   server::ServerConfig sc;
   sc.host = o.host;
-  sc.port = o.port;
+  sc.port = *early_port;
+  sc.cors = std::move(*cors);
+  sc.pooling = pooling;
   sc.api_key = o.api_key;
   if (!o.api_key_file.empty()) {
     if (!o.api_key.empty()) return fail(err("give --api-key or --api-key-file, not both"));
@@ -137,6 +162,7 @@ int serve(const ServeOptions& o) {
   if (tmpl) sc.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
   else if (!o.chat_template.empty()) return fail(tmpl.error());
   server::OpenAiServer srv(**model, loop, sc);
+  startup.stop();
   auto port = srv.bind();
   if (!port) return fail(port.error());
   {
@@ -207,6 +233,12 @@ const bool registered = register_command(
                      "Seconds running requests may go on after SIGTERM/SIGINT before they are ended")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
+      app.add_option("--cors-origin", o->cors_origins,
+                     "Let browser pages of this origin call the API (scheme://host[:port], or * for any); "
+                     "repeatable or comma-separated. Without it no CORS headers are sent");
+      app.add_option("--pooling", o->pooling,
+                     "How /v1/embeddings pools the hidden states: mean, cls or last (default: the model's "
+                     "pooling_type, mean where it names none)");
       add_engine_options(app, &o->engine);
       return [o] { return serve(*o); };
     });

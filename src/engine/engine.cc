@@ -73,6 +73,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
       cache_(model.kv_shape(), default_blocks(config, model.kv_shape(), ctx_), config.kv_type),
       scheduler_(scheduler_config(config)),
       runner_(model, cache_, pool_),
+      embedder_(model, cache_, pool_, config.scheduler.max_batch_tokens),
       output_(model.tokenizer(), model.config().n_vocab, ctx_, config.kv_window <= 0),
       window_(config.kv_window, config.kv_sinks, model.config().window_of_all_layers()),
       max_seqs_(std::max(1, config.scheduler.max_seqs)) {
@@ -99,6 +100,26 @@ Status Engine::check_params(const RequestParams& params) const {
     return err("n > 1 is not supported with a KV window: the window's key shifts would rewrite the blocks the ",
                params.n, " choices share");
   return {};
+}
+
+Status Engine::check_embedding_input(const std::vector<int32_t>& input) const {
+  if (input.empty()) return err("the input is empty");
+  if (static_cast<int64_t>(input.size()) > ctx_) {
+    Error e = err("the input has ", input.size(), " tokens; the context holds ", ctx_);
+    e.code = kContextLengthExceeded;
+    return e;
+  }
+  for (int32_t t : input)
+    if (t < 0 || t >= model_.config().n_vocab)
+      return err("token id ", t, " is out of range (vocabulary has ", model_.config().n_vocab, ")");
+  return {};
+}
+
+Result<Embeddings> Engine::embed(const std::vector<std::vector<int32_t>>& inputs, Pooling pooling) {
+  for (const std::vector<int32_t>& input : inputs) DUET_TRY(check_embedding_input(input));
+  DUET_ASSIGN(Embeddings out, embedder_.embed(inputs, pooling));
+  for (const std::vector<int32_t>& input : inputs) metrics_.embedding_tokens += static_cast<int64_t>(input.size());
+  return out;
 }
 
 Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams& params,

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/embedder.h"
 #include "engine/kv_window.h"
 #include "engine/metrics.h"
 #include "engine/model_runner.h"
@@ -62,6 +63,14 @@ class Engine {
   // (at least 1; not under a KV window, whose key shifts would rewrite
   // blocks the choices share). Any thread may call it.
   Status check_params(const RequestParams& params) const;
+  // What an embedding input must be: not empty, valid ids, and no longer
+  // than the context (nothing is generated after it). Any thread; a
+  // too-long input's error has code kContextLengthExceeded.
+  Status check_embedding_input(const std::vector<int32_t>& input) const;
+  // Pools each input's final hidden states (engine/embedder.h), between
+  // steps: running requests keep their blocks, and the inputs take what is
+  // free. Fails (code kCacheFull) when an input does not fit now.
+  Result<Embeddings> embed(const std::vector<std::vector<int32_t>>& inputs, Pooling pooling);
   // A fresh request id; any thread may call it.
   int64_t new_request_id() { return next_id_++; }
   // Queues a request under `id` (0: a fresh one); fails as check_prompt() does.
@@ -115,6 +124,7 @@ class Engine {
   KvCache cache_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  Embedder embedder_;
   TokenSelector selector_;
   OutputProcessor output_;
   KvWindow window_;

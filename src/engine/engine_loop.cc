@@ -45,6 +45,28 @@ Result<int64_t> EngineLoop::submit(std::vector<int32_t> prompt, const RequestPar
   return id;
 }
 
+std::future<Result<Embeddings>> EngineLoop::embed(std::vector<std::vector<int32_t>> inputs, Pooling pooling) {
+  EmbedJob job{std::move(inputs), pooling, {}};
+  std::future<Result<Embeddings>> result = job.done.get_future();
+  for (const std::vector<int32_t>& input : job.inputs)
+    if (Status st = engine_.check_embedding_input(input); !st) {
+      job.done.set_value(st.error());
+      --in_flight_;
+      return result;
+    }
+  {
+    std::lock_guard lock(mu_);
+    if (!stop_) {
+      embeds_.push_back(std::move(job));
+      wake_.notify_one();
+      return result;
+    }
+  }
+  job.done.set_value(Error{"the server is shutting down", {}});
+  --in_flight_;
+  return result;
+}
+
 void EngineLoop::cancel(int64_t id) {
   {
     std::lock_guard lock(mu_);
@@ -91,19 +113,26 @@ void EngineLoop::publish() {
 void EngineLoop::run() {
   std::vector<Pending> submits;
   std::vector<int64_t> cancels;
+  std::vector<EmbedJob> embeds;
   for (;;) {
     {
       std::unique_lock lock(mu_);
       wake_.wait(lock, [&] {
-        return stop_ || !submits_.empty() || !cancels_.empty() || !engine_.idle();
+        return stop_ || !submits_.empty() || !cancels_.empty() || !embeds_.empty() || !engine_.idle();
       });
       if (stop_) break;
       submits.swap(submits_);
       cancels.swap(cancels_);
+      embeds.swap(embeds_);
     }
     apply(submits, cancels);
     submits.clear();
     cancels.clear();
+    for (EmbedJob& job : embeds) {
+      job.done.set_value(engine_.embed(job.inputs, job.pooling));
+      --in_flight_;
+    }
+    embeds.clear();
     if (!engine_.idle()) {
       if (Status st = engine_.step(); !st) engine_.fail_all("the engine failed: " + st.error().message);
     }
@@ -113,6 +142,11 @@ void EngineLoop::run() {
   {
     std::lock_guard lock(mu_);
     submits.swap(submits_);
+    embeds.swap(embeds_);
+  }
+  for (EmbedJob& job : embeds) {
+    job.done.set_value(Error{"the server is shutting down", {}});
+    --in_flight_;
   }
   apply(submits, cancels);
   const std::vector<int64_t> ids(live_.begin(), live_.end());

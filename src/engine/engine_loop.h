@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -35,6 +36,10 @@ class EngineLoop {
   // is the engine's, the same in every event, for cancel() and for logs.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
                          TokenCallback on_token);
+  // Queues embedding inputs (checked now, as Engine::embed checks them) for
+  // the engine thread, which pools them between steps. Like submit(), it
+  // takes the caller's reservation and frees it when the job ends.
+  std::future<Result<Embeddings>> embed(std::vector<std::vector<int32_t>> inputs, Pooling pooling);
   // Ends a request wherever it is; unknown or finished ids are ignored.
   void cancel(int64_t id);
 
@@ -51,6 +56,12 @@ class EngineLoop {
     TokenCallback on_token;
   };
 
+  struct EmbedJob {
+    std::vector<std::vector<int32_t>> inputs;
+    Pooling pooling;
+    std::promise<Result<Embeddings>> done;
+  };
+
   void run();
   void apply(std::vector<Pending>& submits, std::vector<int64_t>& cancels);
   void publish();
@@ -63,6 +74,7 @@ class EngineLoop {
   std::condition_variable wake_;
   std::vector<Pending> submits_;
   std::vector<int64_t> cancels_;
+  std::vector<EmbedJob> embeds_;
   bool stop_ = false;
 
   mutable std::mutex metrics_mu_;

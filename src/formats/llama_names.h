@@ -36,6 +36,7 @@ inline const std::string kSlidingWindow = "attention.sliding_window";
 inline const std::string kAttnScale = "attention.scale";  // multiplies q·k (else 1/sqrt(head_dim))
 inline const std::string kAttnSoftcap = "attn_logit_softcapping";
 inline const std::string kFinalSoftcap = "final_logit_softcapping";
+inline const std::string kPoolingType = "pooling_type";  // 0 none, 1 mean, 2 cls, 3 last, 4 rank
 // Mixture of experts: experts per layer, experts each token uses, each
 // expert's FFN width (Qwen3-MoE; Mixtral's is feed_forward_length), and
 // whether the chosen experts' weights are renormalised to sum to 1.

@@ -129,6 +129,17 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
 
 }  // namespace
 
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::kNone: return "none";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kLast: return "last";
+    case Pooling::kRank: return "rank";
+  }
+  return "unknown";
+}
+
 float ModelConfig::attn_scale() const {
   return query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -195,6 +206,10 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   c.sliding_window = static_cast<int32_t>(window);
   if (c.sliding_window > c.ctx_len)
     return err(f.path(), ": attention.sliding_window ", c.sliding_window, " is larger than the context ", c.ctx_len);
+  DUET_ASSIGN(const uint64_t pooling, f.get_uint_or(key(n::kPoolingType), static_cast<uint64_t>(Pooling::kMean)));
+  if (pooling > static_cast<uint64_t>(Pooling::kRank))
+    return err(f.path(), ": ", key(n::kPoolingType), " ", pooling, " is out of range (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+  c.pooling = static_cast<Pooling>(pooling);
   if (is_gemma(c.arch)) DUET_TRY(read_gemma(f, c));
   if (f.tensor(n::kRopeFactorsLong)) {
     DUET_ASSIGN(c.rope_orig_ctx, get_dim(f, key(n::kRopeScalingOrigCtx), 1u << 24));
@@ -246,6 +261,7 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
   if (c.attn_softcap > 0.0f) w.set(key(n::kAttnSoftcap), GgufValue::of_f32(c.attn_softcap));
   if (c.final_softcap > 0.0f) w.set(key(n::kFinalSoftcap), GgufValue::of_f32(c.final_softcap));
   if (c.query_scale > 0.0f) w.set(key(n::kAttnScale), GgufValue::of_f32(c.query_scale));
+  if (c.pooling != Pooling::kMean) w.set(key(n::kPoolingType), u32(static_cast<int32_t>(c.pooling)));
   if (c.moe()) {
     w.set(key(n::kExpertCount), u32(c.n_experts));
     w.set(key(n::kExpertUsedCount), u32(c.n_experts_used));

@@ -23,6 +23,13 @@ enum class RopeLayout { kNormal, kNeox };
 // approximation of GELU (Gemma).
 enum class FfnActivation { kSilu, kGeluTanh };
 
+// How a sequence's final hidden states become one embedding vector
+// (`<arch>.pooling_type`, numbered as llama.cpp numbers it): none keeps one
+// vector per token, mean averages them, cls takes the first token's, last
+// the last token's; rank (a reranker's score head) duet does not compute.
+enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+const char* pooling_name(Pooling p);
+
 // The architectures duet runs (general.architecture), for error messages.
 inline constexpr const char* kSupportedArchitectures =
     "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2";
@@ -61,6 +68,7 @@ struct ModelConfig {
   float attn_softcap = 0.0f;        // > 0: scores become cap * tanh(score / cap) (Gemma 2)
   float final_softcap = 0.0f;       // the same on the logits
   float query_scale = 0.0f;         // attention scale; 0: 1/sqrt(head_dim)
+  Pooling pooling = Pooling::kMean;  // for embeddings; mean where the file names none
   // Mixture of experts (n_experts 0: every FFN is dense): the experts of a
   // MoE layer, how many each token uses, each expert's FFN width, and
   // whether the chosen experts' softmax weights are renormalised to sum to

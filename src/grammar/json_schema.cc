@@ -35,7 +35,9 @@ const std::map<std::string, std::string> kPrimitives = {
     {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})"},
     {"json-string", "\"\\\"\" json-char* \"\\\"\""},
     {"json-integer", "\"-\"? (\"0\" | [1-9] [0-9]{0,15})"},
-    {"json-number", "json-integer (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?"},
+    // Two exponent digits keep every numeral within a double's range: with
+    // three, 7E363 parses as infinity, which no JSON consumer takes as a number.
+    {"json-number", "json-integer (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?"},
     {"json-boolean", "\"true\" | \"false\""},
     {"json-null", "\"null\""},
     {"json-value", "json-object | json-array | json-string | json-number | json-boolean | json-null"},

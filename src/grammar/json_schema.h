@@ -17,7 +17,8 @@
 //
 // Whitespace between JSON tokens is bounded so a model cannot loop on it:
 // nothing, one space, or a newline and up to kMaxJsonIndent spaces/tabs of
-// indentation. Numerals are at most 16 digits (fraction 16, exponent 3).
+// indentation. Numerals are at most 16 digits (fraction 16, exponent 2, so
+// every one is a finite double).
 #pragma once
 
 #include <memory>

@@ -78,6 +78,7 @@ class DecoderModel final : public Model {
   size_t weight_bytes_per_pass() const override;
   double matmul_flops_per_token() const override;
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
+  Status hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) override;
   void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
                   int32_t delta, ThreadPool& pool) override;
   void set_context(int32_t n_ctx) override;
@@ -94,6 +95,9 @@ class DecoderModel final : public Model {
     return config_.rope_base_local > 0.0f && config_.layer_slides(layer) ? inv_freq_local_.data() : inv_freq_.data();
   }
   Status check_batch(const Batch& batch, const KvCache& cache) const;
+  // Every layer over the batch, then the output norm of the rows that want
+  // logits into ws_.xn; returns how many rows that is.
+  Result<int32_t> run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool);
   void ensure_workspace(int32_t n);
   void embed(const Batch& batch);
   void plan_attention(const Batch& batch);
@@ -953,10 +957,10 @@ void DecoderModel::shared_expert(const LayerWeights& w, int32_t n, ThreadPool& p
   });
 }
 
-Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
+Result<int32_t> DecoderModel::run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool) {
   DUET_TRY(check_batch(batch, cache));
   const int32_t n = batch.size();
-  if (n == 0) return {};
+  if (n == 0) return 0;
   if (comm_ && comm_->leads()) lead_forward(*comm_, batch, cache);
   for (const BlockCopy& c : batch.copies) cache.copy_block(c);
   ensure_workspace(n);
@@ -975,6 +979,11 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
             config_.dim, config_.rms_eps);
     ++m;
   }
+  return m;
+}
+
+Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
+  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool));
   if (!logits) return {};
   if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
   if (const float cap = config_.final_softcap; cap > 0.0f && m > 0)
@@ -982,6 +991,12 @@ Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& poo
       float* row = logits + static_cast<size_t>(i) * config_.n_vocab;
       for (int32_t j = 0; j < config_.n_vocab; ++j) row[j] = cap * std::tanh(row[j] / cap);
     });
+  return {};
+}
+
+Status DecoderModel::hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) {
+  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool));
+  std::copy_n(ws_.xn.data(), static_cast<size_t>(m) * static_cast<size_t>(config_.dim), hidden);
   return {};
 }
 

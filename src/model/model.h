@@ -55,6 +55,11 @@ class Model {
   virtual Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool,
                          float* logits) = 0;
 
+  // The same pass without the vocabulary head: writes the final hidden
+  // states (after the output norm) [batch.n_logits()][dim] of the rows that
+  // want logits, in row order. What embeddings pool.
+  virtual Status hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) = 0;
+
   // Re-rotates the cached keys at positions [begin, end) of `table` as if
   // each had been written `delta` positions later (RoPE angles add), for a
   // window that has dropped earlier tokens and moved the rest down.

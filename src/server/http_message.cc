@@ -30,8 +30,10 @@ const char* status_reason(int status) {
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -54,7 +56,7 @@ std::string response_head(const HttpResponse& res, long long length, bool close)
   if (!res.content_type.empty()) h += "Content-Type: " + res.content_type + "\r\n";
   for (const auto& [k, v] : res.headers) h += k + ": " + v + "\r\n";
   if (length == kChunked) h += "Transfer-Encoding: chunked\r\n";
-  else if (length >= 0) h += "Content-Length: " + std::to_string(length) + "\r\n";
+  else if (length >= 0 && res.status != 204) h += "Content-Length: " + std::to_string(length) + "\r\n";  // a 204 has no body
   if (close) h += "Connection: close\r\n";
   return h + "\r\n";
 }

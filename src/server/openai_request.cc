@@ -3,11 +3,11 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <set>
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "server/chat_messages.h"
+#include "server/json_fields.h"
 
 namespace duet::server {
 
@@ -19,34 +19,6 @@ namespace duet::server {
 namespace {
 
 using nlohmann::json;
-
-// Reads fields of one JSON object, remembering which were read so that the
-// rest can be reported as unknown.
-class Fields {
- public:
-  explicit Fields(const json& obj) : obj_(obj) {}
-
-  // The field, or nullptr when absent or null (OpenAI treats null as unset).
-  const json* get(const std::string& key) {
-    seen_.insert(key);
-    auto it = obj_.find(key);
-    if (it == obj_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  std::optional<std::string> unknown() const {
-    for (auto it = obj_.begin(); it != obj_.end(); ++it)
-      if (!seen_.count(it.key())) return it.key();
-    return std::nullopt;
-  }
-
- private:
-  const json& obj_;
-  std::set<std::string> seen_;
-};
-
-ApiError wrong_type(const std::string& field, const char* expected) {
-  return invalid("'" + field + "' must be " + expected, field);
-}
 
 std::optional<ApiError> read_number(Fields& f, const std::string& key, double lo, double hi,
                                     float& out) {
@@ -72,14 +44,6 @@ std::optional<ApiError> read_int(Fields& f, const std::string& key, int64_t lo, 
   if (above || i < lo || i > hi)
     return invalid("'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
   out = i;
-  return std::nullopt;
-}
-
-std::optional<ApiError> read_bool(Fields& f, const std::string& key, bool& out) {
-  const json* v = f.get(key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) return wrong_type(key, "a boolean");
-  out = v->get<bool>();
   return std::nullopt;
 }
 

@@ -13,9 +13,11 @@
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/completion_prompt.h"
+#include "server/embeddings_api.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus.h"
+#include "server/tokenize_api.h"
 
 namespace duet::server {
 
@@ -267,10 +269,36 @@ bool OpenAiServer::authorized(const HttpRequest& req, HttpResponse& res) const {
   return false;
 }
 
+namespace {
+
+// Every route and the methods it takes (for 405s, Allow and preflights).
+struct Route {
+  const char* path;
+  const char* methods;
+};
+constexpr Route kRoutes[] = {
+    {"/health", "GET"},          {"/metrics", "GET"},          {"/v1/models", "GET"},
+    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/embeddings", "POST"},
+    {"/tokenize", "POST"},       {"/detokenize", "POST"},
+};
+
+const Route* find_route(const std::string& path) {
+  for (const Route& r : kRoutes)
+    if (path == r.path) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
 void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
+  const Route* known = find_route(req.path);
+  // A browser's preflight carries no credentials: it is answered before
+  // the API key is asked for.
+  if (req.method == "OPTIONS" && known) return answer_options(config_.cors, req, known->methods, res);
+  add_cors_headers(config_.cors, req, res);
   if (!authorized(req, res)) return;
   const bool get = req.method == "GET", post = req.method == "POST";
-  if (req.path == "/health" && get) return res.set_content(R"({"status":"ok"})", "application/json");
+  if (req.path == "/health" && get) return handle_health(res);
   if (req.path == "/metrics" && get)
     return res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
   if (req.path == "/v1/models" && get) {
@@ -280,10 +308,76 @@ void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
   }
   if (req.path == "/v1/completions" && post) return handle_generate(req, res, false);
   if (req.path == "/v1/chat/completions" && post) return handle_generate(req, res, true);
-  for (const char* known : {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
-    if (req.path == known)
-      return send_error(res, {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"});
+  if (req.path == "/v1/embeddings" && post) return handle_embeddings(req, res);
+  if ((req.path == "/tokenize" || req.path == "/detokenize") && post) {
+    std::string body;
+    const auto e = req.path == "/tokenize" ? tokenize_body(req.body, model_.tokenizer(), body)
+                                           : detokenize_body(req.body, model_.tokenizer(), body);
+    if (e) return send_error(res, *e);
+    return res.set_content(std::move(body), "application/json");
+  }
+  if (known) {
+    res.set_header("Allow", std::string(known->methods) + ", OPTIONS");
+    return send_error(res, {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"});
+  }
   send_error(res, {404, "unknown route: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"});
+}
+
+// 200 while serving; 503 once a drain has begun, so a load balancer stops
+// sending before the port closes. (While the model loads, the startup
+// server answers 503 "loading" on the same port: startup_server.h.)
+void OpenAiServer::handle_health(HttpResponse& res) const {
+  if (http_->draining()) {
+    res.status = 503;
+    return res.set_content(R"({"status":"shutting_down"})", "application/json");
+  }
+  res.set_content(R"({"status":"ok"})", "application/json");
+}
+
+void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) {
+  const Pooling pooling = config_.pooling.value_or(model_.config().pooling);
+  if (pooling != Pooling::kMean && pooling != Pooling::kCls && pooling != Pooling::kLast)
+    return send_error(res, invalid(std::string("this model's pooling is '") + pooling_name(pooling) +
+                                       "', which gives no single vector per input; start the server with "
+                                       "--pooling mean, cls or last",
+                                   "", "pooling_not_supported"));
+  EmbeddingsRequest r;
+  if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, r)) return send_error(res, *e);
+  const Engine& engine = loop_.engine();
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const std::string where = r.inputs.size() == 1 ? "'input'" : "input[" + std::to_string(i) + "]";
+    if (Status st = engine.check_embedding_input(r.inputs[i]); !st)
+      return send_error(res, invalid(where + ": " + st.error().message, "input", st.error().code));
+    const auto n = static_cast<int32_t>(r.inputs[i].size());
+    if (config_.max_prompt_tokens > 0 && n > config_.max_prompt_tokens)
+      return send_error(res, invalid(where + " has " + std::to_string(n) + " tokens; this server accepts at most " +
+                                         std::to_string(config_.max_prompt_tokens),
+                                     "input", "prompt_too_long"));
+  }
+  if (!loop_.try_reserve()) {
+    res.set_header("Retry-After", "1");
+    return send_error(res, {429, "the server is busy: its request queue is full; retry later",
+                            "rate_limit_error", "", "queue_full"});
+  }
+  const auto started = Clock::now();
+  std::future<Result<Embeddings>> pending = loop_.embed(r.inputs, pooling);
+  if (config_.request_timeout_ms > 0 &&
+      pending.wait_for(std::chrono::milliseconds(config_.request_timeout_ms)) != std::future_status::ready)
+    return send_error(res, *overdue(started));
+  const Result<Embeddings> vectors = pending.get();
+  if (!vectors) {
+    if (vectors.error().code == kCacheFull) res.set_header("Retry-After", "1");
+    const int status = vectors.error().code == kCacheFull || http_->draining() ? 503 : 500;
+    return send_error(res, {status, vectors.error().message, "server_error", "", vectors.error().code});
+  }
+  if (config_.log_requests) {
+    size_t n_tokens = 0;
+    for (const auto& input : r.inputs) n_tokens += input.size();
+    std::fprintf(stderr, "duet: embeddings: %zu inputs, %zu tokens, %.1f ms\n", r.inputs.size(), n_tokens,
+                 std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+  }
+  res.set_content(dump(embeddings_response(r, *vectors, r.model.empty() ? config_.model_name : r.model)),
+                  "application/json");
 }
 
 // Parse: the request's JSON into a GenerateRequest and its prompt's ids.

@@ -1,7 +1,9 @@
 // duet's HTTP server: the OpenAI-compatible API over an EngineLoop, on the
 // HttpServer transport. POST /v1/completions and /v1/chat/completions
-// (streamed as Server-Sent Events or whole), GET /v1/models, /health and
-// /metrics (Prometheus). Errors are OpenAI error JSON with the matching
+// (streamed as Server-Sent Events or whole), POST /v1/embeddings, GET
+// /v1/models, /health (503 once shutting down) and /metrics (Prometheus),
+// and llama.cpp's POST /tokenize and /detokenize; CORS for browsers when
+// origins are configured (cors.h). Errors are OpenAI error JSON with the matching
 // status; a streaming client that goes away cancels its request. A full
 // queue is 429 with Retry-After; a request past its deadline, or still
 // running when a drain's grace ends, ends with an error.
@@ -20,6 +22,7 @@
 #include "engine/engine_loop.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "tokenizer/chat_template.h"
@@ -44,6 +47,9 @@ struct ServerConfig {
   // format where the vocabulary allows it (chat_prompt.h).
   std::shared_ptr<const ChatTemplate> chat_template;
   bool log_requests = true;  // one line on stderr per finished request
+  CorsPolicy cors;           // no origins: no CORS headers
+  // How /v1/embeddings pools; unset: the model's pooling_type.
+  std::optional<Pooling> pooling;
 };
 
 class OpenAiServer {
@@ -69,6 +75,8 @@ class OpenAiServer {
   bool authorized(const HttpRequest& req, HttpResponse& res) const;
   // A generation request as a pipeline: parse -> validate -> submit -> stream.
   void handle_generate(const HttpRequest& req, HttpResponse& res, bool chat);
+  void handle_embeddings(const HttpRequest& req, HttpResponse& res);
+  void handle_health(HttpResponse& res) const;
   std::optional<ApiError> parse(const HttpRequest& req, bool chat, GenerateRequest& r,
                                 std::vector<int32_t>& prompt) const;
   std::optional<ApiError> validate(bool chat, const std::vector<int32_t>& prompt, GenerateRequest& r) const;

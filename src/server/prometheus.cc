@@ -98,6 +98,8 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          static_cast<double>(m.fork_shared_blocks));
   metric(out, "duet_kv_block_copies_total", "counter", "Copy-on-write copies of shared KV blocks",
          static_cast<double>(m.kv_block_copies));
+  metric(out, "duet_embedding_tokens_total", "counter", "Input tokens embedded",
+         static_cast<double>(m.embedding_tokens));
   metric(out, "duet_generation_tokens_total", "counter", "Tokens generated", static_cast<double>(m.generated_tokens));
   metric(out, "duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
          m.generated_tokens_per_second);

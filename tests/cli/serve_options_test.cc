@@ -1,5 +1,6 @@
 // `duet serve`'s API key from a file or the environment (so it is not in
-// ps): conflicting or empty sources are refused before the server starts.
+// ps): conflicting or empty sources are refused before the server starts,
+// as are malformed --cors-origin and --pooling values.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -38,6 +39,15 @@ TEST(ServeOptions, TheApiKeyComesFromOneSource) {
   r = run_command(serve("--api-key-file " + dir.file("missing")));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("missing"), std::string::npos) << r.output;
+}
+
+TEST(ServeOptions, BadCorsOriginsAndPoolingsAreRefusedAtStart) {
+  auto r = run_command(serve("--cors-origin https://a.example,app.example"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'app.example' is not an origin"), std::string::npos) << r.output;
+  r = run_command(serve("--pooling none"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--pooling must be mean, cls or last"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -100,6 +100,12 @@ class LlamaRef:
     def forward(self, tokens, cache=None):
         """Logits (n_tokens, vocab) of `tokens`, which continue the sequence
         held in `cache` (a list from new_cache(); None: a fresh sequence)."""
+        return self.hidden(tokens, cache) @ self.output.T
+
+    @torch.no_grad()
+    def hidden(self, tokens, cache=None):
+        """The final hidden states (n_tokens, dim), after the output norm:
+        what forward() multiplies by the vocabulary head."""
         cache = cache if cache is not None else self.new_cache()
         n_past = cache[0][0].shape[0] if cache[0] else 0
         ids = torch.tensor(tokens, dtype=torch.long)
@@ -108,7 +114,7 @@ class LlamaRef:
         for L, c in zip(self.layers, cache):
             x = x + self.attention(self.rmsnorm(x, L["attn_norm"]), L, positions, c)
             x = x + self.ffn(self.rmsnorm(x, L["ffn_norm"]), L)
-        return self.rmsnorm(x, self.out_norm) @ self.output.T
+        return self.rmsnorm(x, self.out_norm)
 
     def new_cache(self):
         return [[] for _ in self.layers]

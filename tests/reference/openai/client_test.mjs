@@ -1,6 +1,6 @@
 // The official OpenAI client against a running `duet serve` (stories260K):
 // completions and chat, whole and streamed, stop sequences, max_tokens,
-// logprobs, usage, n choices and error statuses. Usage: node client_test.mjs BASE_URL API_KEY
+// logprobs, usage, n choices, embeddings and error statuses. Usage: node client_test.mjs BASE_URL API_KEY
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
@@ -181,6 +181,25 @@ await check('logit_bias and echo', async () => {
     model, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, logprobs: 0, logit_bias: { 300: -100 },
   });
   assert.ok(!banned.choices[0].logprobs.tokens.includes(tokens[0]));
+});
+
+await check('embeddings', async () => {
+  // The client asks for base64 unless told otherwise and decodes it itself.
+  const input = ['Once upon a time', 'The cat sat on the mat.'];
+  const b64 = await client.embeddings.create({ model, input });
+  const floats = await client.embeddings.create({ model, input, encoding_format: 'float' });
+  assert.equal(b64.data.length, 2);
+  assert.equal(b64.usage.prompt_tokens, floats.usage.prompt_tokens);
+  for (let i = 0; i < 2; ++i) {
+    assert.equal(b64.data[i].index, i);
+    const v = b64.data[i].embedding;
+    assert.deepEqual(Array.from(v, Math.fround), floats.data[i].embedding.map(Math.fround));
+    const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+  }
+  await assert.rejects(
+    client.embeddings.create({ model, input: '' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'input');
 });
 
 await check('errors', async () => {
