@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "cli/target_model.h"
 #include "cli/engine_options.h"
+#include "cli/phase_ceilings.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 
@@ -41,6 +42,7 @@ struct ServeOptions {
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
+  int32_t probe_mib = 256;
   EngineOptions engine;
 };
 
@@ -92,6 +94,7 @@ int serve(const ServeOptions& o) {
     return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
   if (o.http.max_conns_per_address < 1) return fail(err("--max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
+  if (o.probe_mib < 0) return fail(err("--probe-mib must be >= 0"));
   auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());
 
@@ -105,6 +108,10 @@ int serve(const ServeOptions& o) {
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
   if (Status st = enable_spec(engine, o.engine.spec, draft); !st) return fail(st.error());
+  // Before the loop starts, while the threads are idle: the ceilings each
+  // answer's timings are judged against.
+  const server::RooflineBasis roofline = o.probe_mib > 0 ? measure_serve_roofline(**model, engine, o.probe_mib)
+                                                         : server::RooflineBasis{};
   EngineLoop loop(engine, o.max_seqs + o.max_queue);
 
   server::ServerConfig sc;
@@ -128,6 +135,7 @@ int serve(const ServeOptions& o) {
   sc.max_tokens_limit = o.max_tokens;
   sc.max_prompt_tokens = o.max_prompt_tokens;
   sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
+  sc.roofline = roofline;
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
   auto tmpl = resolve_chat_template(o.chat_template, **model);
@@ -150,6 +158,11 @@ int serve(const ServeOptions& o) {
                engine.cache().pool().n_blocks(), std::string(kv_type_name(engine.cache().type())).c_str(),
                static_cast<double>(engine.cache().bytes_total()) / (1024.0 * 1024.0),
                engine.cache().bytes_per_token(), o.max_seqs);
+  std::fprintf(stderr, "duet: chat in a browser: http://%s:%d/", o.host.c_str(), *port);
+  if (o.probe_mib > 0)
+    std::fprintf(stderr, " (answers judged against read %.1f GB/s, compute %.1f G op/s, measured now)",
+                 roofline.read_gb_s, roofline.compute_gop_s);
+  std::fprintf(stderr, "\n");
   std::fflush(stderr);
   const bool ok = srv.listen();
   {
@@ -202,6 +215,10 @@ const bool registered = register_command(
                      "Seconds running requests may go on after SIGTERM/SIGINT before they are ended")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
+      app.add_option("--probe-mib", o->probe_mib,
+                     "MiB read by the bandwidth probe at start, for each answer's verdict (0: no probes; "
+                     "the verdict then compares times alone)")
+          ->capture_default_str();
       add_engine_options(app, &o->engine);
       return [o] { return serve(*o); };
     });

@@ -98,12 +98,14 @@ json full_response(const ResponseShape& shape, const std::string& text, FinishRe
   } else {
     choice["text"] = text;
   }
-  return {{"id", shape.id},
-          {"object", shape.chat ? "chat.completion" : "text_completion"},
-          {"created", shape.created},
-          {"model", shape.model},
-          {"choices", json::array({choice})},
-          {"usage", usage_json(timings)}};
+  json out = {{"id", shape.id},
+              {"object", shape.chat ? "chat.completion" : "text_completion"},
+              {"created", shape.created},
+              {"model", shape.model},
+              {"choices", json::array({choice})},
+              {"usage", usage_json(timings)}};
+  if (shape.roofline) out["timings"] = request_stats_json(timings, *shape.roofline);
+  return out;
 }
 
 json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
@@ -165,12 +167,14 @@ std::vector<json> stream_chunks(const ResponseShape& shape, const std::string& t
 }
 
 json usage_chunk(const ResponseShape& shape, const RequestTimings& timings) {
-  return {{"id", shape.id},
-          {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", shape.created},
-          {"model", shape.model},
-          {"choices", json::array()},
-          {"usage", usage_json(timings)}};
+  json out = {{"id", shape.id},
+              {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", shape.created},
+              {"model", shape.model},
+              {"choices", json::array()},
+              {"usage", usage_json(timings)}};
+  if (shape.roofline) out["timings"] = request_stats_json(timings, *shape.roofline);
+  return out;
 }
 
 }  // namespace duet::server

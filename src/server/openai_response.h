@@ -10,6 +10,7 @@
 
 #include "engine/request.h"
 #include "server/chat_output_parser.h"
+#include "server/request_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::server {
@@ -26,6 +27,8 @@ struct ResponseShape {
   // all of it is content). One per response, fed by whichever of the
   // whole or the streamed path serves it.
   std::shared_ptr<ChatOutputParser> parser;
+  // Set: the response carries "timings" (request_stats.h) beside "usage".
+  const RooflineBasis* roofline = nullptr;
 };
 
 // "stop" or "length"; nullptr for reasons that are not a normal end.

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "server/api_error.h"
+#include "server/chat_page.h"
 #include "server/chat_prompt.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -236,8 +237,10 @@ bool OpenAiServer::authorized(const HttpRequest& req, HttpResponse& res) const {
 }
 
 void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
-  if (!authorized(req, res)) return;
   const bool get = req.method == "GET", post = req.method == "POST";
+  // The page holds no secret: it asks for the key when the API wants one.
+  if (req.path == "/" && get) return set_chat_page(res, !config_.api_key.empty());
+  if (!authorized(req, res)) return;
   if (req.path == "/health" && get) return res.set_content(R"({"status":"ok"})", "application/json");
   if (req.path == "/metrics" && get)
     return res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
@@ -248,7 +251,7 @@ void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
   }
   if (req.path == "/v1/completions" && post) return handle_generate(req, res, false);
   if (req.path == "/v1/chat/completions" && post) return handle_generate(req, res, true);
-  for (const char* known : {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+  for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
     if (req.path == known)
       return send_error(res, {405, "method not allowed", "invalid_request_error", "", "method_not_allowed"});
   send_error(res, {404, "unknown route: " + req.method + " " + req.path, "invalid_request_error", "", "not_found"});
@@ -322,6 +325,7 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
   shape->model = r.model.empty() ? config_.model_name : r.model;
   shape->logprobs = r.logprobs >= 0;
   shape->tokenizer = &model_.tokenizer();
+  shape->roofline = &config_.roofline;
   if (chat)
     shape->parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
   const bool log = config_.log_requests;

@@ -1,10 +1,11 @@
 // duet's HTTP server: the OpenAI-compatible API over an EngineLoop, on the
 // HttpServer transport. POST /v1/completions and /v1/chat/completions
-// (streamed as Server-Sent Events or whole), GET /v1/models, /health and
-// /metrics (Prometheus). Errors are OpenAI error JSON with the matching
-// status; a streaming client that goes away cancels its request. A full
-// queue is 429 with Retry-After; a request past its deadline, or still
-// running when a drain's grace ends, ends with an error.
+// (streamed as Server-Sent Events or whole), GET /v1/models, /health,
+// /metrics (Prometheus) and / (the chat page, chat_page.h). Errors are
+// OpenAI error JSON with the matching status; a streaming client that goes
+// away cancels its request. A full queue is 429 with Retry-After; a request
+// past its deadline, or still running when a drain's grace ends, ends with
+// an error.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
+#include "server/request_stats.h"
 #include "tokenizer/chat_template.h"
 
 namespace duet::server {
@@ -43,6 +45,8 @@ struct ServerConfig {
   // format where the vocabulary allows it (chat_prompt.h).
   std::shared_ptr<const ChatTemplate> chat_template;
   bool log_requests = true;  // one line on stderr per finished request
+  // What each response's "timings" judge its phases against (request_stats.h).
+  RooflineBasis roofline;
 };
 
 class OpenAiServer {
