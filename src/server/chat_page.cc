@@ -219,7 +219,7 @@ function renderStats(a, t, usage) {
     " · " + (usage ? usage.completion_tokens : t.predicted_n) + " generated · "));
   s.appendChild(el("span", "verdict", t.verdict));
   s.appendChild(document.createTextNode(" (" + t.bound + "-bound" +
-    (pct === null || pct === undefined ? "" : ", " + pct.toFixed(0) + "% " + ceiling) + ")"));
+    (pct === null || pct === undefined ? "" : ", " + pct.toFixed(pct < 10 ? 1 : 0) + "% " + ceiling) + ")"));
   a.box.appendChild(s);
 }
 
