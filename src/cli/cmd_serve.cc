@@ -108,10 +108,6 @@ int serve(const ServeOptions& o) {
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
   if (Status st = enable_spec(engine, o.engine.spec, draft); !st) return fail(st.error());
-  // Before the loop starts, while the threads are idle: the ceilings each
-  // answer's timings are judged against.
-  const server::RooflineBasis roofline = o.probe_mib > 0 ? measure_serve_roofline(**model, engine, o.probe_mib)
-                                                         : server::RooflineBasis{};
   EngineLoop loop(engine, o.max_seqs + o.max_queue);
 
   server::ServerConfig sc;
@@ -135,12 +131,15 @@ int serve(const ServeOptions& o) {
   sc.max_tokens_limit = o.max_tokens;
   sc.max_prompt_tokens = o.max_prompt_tokens;
   sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
-  sc.roofline = roofline;
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
   auto tmpl = resolve_chat_template(o.chat_template, **model);
   if (tmpl) sc.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
   else if (!o.chat_template.empty()) return fail(tmpl.error());
+  // Once every option has been checked, and while the loop has no request
+  // (the socket is not bound yet) so the threads are idle: the ceilings
+  // each answer's timings are judged against.
+  if (o.probe_mib > 0) sc.roofline = measure_serve_roofline(**model, engine, o.probe_mib);
   server::OpenAiServer srv(**model, loop, sc);
   auto port = srv.bind();
   if (!port) return fail(port.error());
@@ -161,7 +160,7 @@ int serve(const ServeOptions& o) {
   std::fprintf(stderr, "duet: chat in a browser: http://%s:%d/", o.host.c_str(), *port);
   if (o.probe_mib > 0)
     std::fprintf(stderr, " (answers judged against read %.1f GB/s, compute %.1f G op/s, measured now)",
-                 roofline.read_gb_s, roofline.compute_gop_s);
+                 sc.roofline.read_gb_s, sc.roofline.compute_gop_s);
   std::fprintf(stderr, "\n");
   std::fflush(stderr);
   const bool ok = srv.listen();
