@@ -11,12 +11,12 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/phase_ceilings.h"
 #include "cli/progress.h"
 #include "cli/roofline_chart.h"
 #include "cli/target_model.h"
 #include "dist/communicator.h"
 #include "engine/engine.h"
-#include "formats/type_mix.h"
 #include "kernels/roofline.h"
 #include "model/model.h"
 
@@ -123,15 +123,6 @@ EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvTyp
   return c;
 }
 
-// The weight type that dominates the model's bytes (the FFN's, or a
-// mixture of experts' experts).
-DType main_dtype(const Model& m) {
-  for (const char* name : {"blk.0.ffn_gate.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_gate.0.weight"})
-    if (const TensorView* t = m.file().tensor(name)) return t->dtype;
-  const std::vector<TypeShare> mix = type_mix(m.file().tensors());
-  return mix.empty() ? DType::F32 : mix.front().type;
-}
-
 Roofline mean_roofline(const std::vector<Roofline>& roofs) {
   Roofline r;
   for (const Roofline& x : roofs) {
@@ -141,8 +132,6 @@ Roofline mean_roofline(const std::vector<Roofline>& roofs) {
   }
   return r;
 }
-
-bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 int run(const BenchOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || o.reps < 1) return fail(err("-p, -n must be >= 0 and -r >= 1"));
@@ -191,7 +180,7 @@ int run(const BenchOptions& o) {
         const double per_tok = p.decode ? bytes_per_tok / 1e9 : m.matmul_flops_per_token() / 1e9;
         const double achieved = s.mean * per_tok;
         const auto ceiling_of = [&](const Roofline& r) {
-          return p.decode ? r.read_gb_s : is_float_type(wtype) ? r.fma_gflop_s : r.int8_gop_s;
+          return p.decode ? r.read_gb_s : prefill_ceiling(r, wtype);
         };
         // Each repetition against its own probes, then the mean of those ratios.
         std::vector<double> ceilings, pcts;

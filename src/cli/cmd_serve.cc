@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "cli/target_model.h"
 #include "cli/engine_options.h"
+#include "cli/phase_ceilings.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 #include "server/startup_server.h"
@@ -47,6 +48,7 @@ struct ServeOptions {
   bool no_prefix_cache = false;
   std::vector<std::string> cors_origins;  // --cors-origin, repeatable or comma-separated
   std::string pooling;                    // --pooling; empty: the model's
+  int32_t probe_mib = 256;                // --probe-mib
   EngineOptions engine;
 };
 
@@ -113,6 +115,7 @@ int serve(const ServeOptions& o) {
     if (!p) return fail(p.error());
     pooling = *p;
   }
+  if (o.probe_mib < 0) return fail(err("--probe-mib must be >= 0"));
   // The port answers from the start: 503 "loading" until the model is ready.
   server::StartupServer startup(o.http);
   auto early_port = startup.start(o.host, o.port);
@@ -161,6 +164,10 @@ int serve(const ServeOptions& o) {
   auto tmpl = resolve_chat_template(o.chat_template, **model);
   if (tmpl) sc.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
   else if (!o.chat_template.empty()) return fail(tmpl.error());
+  // Once every option has been checked, and while the loop has no request
+  // (the socket is not bound yet) so the threads are idle: the ceilings
+  // each answer's timings are judged against.
+  if (o.probe_mib > 0) sc.roofline = measure_serve_roofline(**model, engine, o.probe_mib);
   server::OpenAiServer srv(**model, loop, sc);
   startup.stop();
   auto port = srv.bind();
@@ -179,6 +186,11 @@ int serve(const ServeOptions& o) {
                engine.cache().pool().n_blocks(), std::string(kv_type_name(engine.cache().type())).c_str(),
                static_cast<double>(engine.cache().bytes_total()) / (1024.0 * 1024.0),
                engine.cache().bytes_per_token(), o.max_seqs);
+  std::fprintf(stderr, "duet: chat in a browser: http://%s:%d/", o.host.c_str(), *port);
+  if (o.probe_mib > 0)
+    std::fprintf(stderr, " (answers judged against read %.1f GB/s, compute %.1f G op/s, measured now)",
+                 sc.roofline.read_gb_s, sc.roofline.compute_gop_s);
+  std::fprintf(stderr, "\n");
   std::fflush(stderr);
   const bool ok = srv.listen();
   {
@@ -239,6 +251,10 @@ const bool registered = register_command(
       app.add_option("--pooling", o->pooling,
                      "How /v1/embeddings pools the hidden states: mean, cls or last (default: the model's "
                      "pooling_type, mean where it names none)");
+      app.add_option("--probe-mib", o->probe_mib,
+                     "MiB read by the bandwidth probe at start, for each answer's verdict (0: no probes; "
+                     "the verdict then compares times alone)")
+          ->capture_default_str();
       add_engine_options(app, &o->engine);
       return [o] { return serve(*o); };
     });

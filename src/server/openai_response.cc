@@ -110,12 +110,14 @@ json whole_choice(const ResponseShape& shape, const std::string& text, FinishRea
 }
 
 json full_response(const ResponseShape& shape, json choices, const RequestTimings& usage) {
-  return {{"id", shape.id},
-          {"object", shape.chat ? "chat.completion" : "text_completion"},
-          {"created", shape.created},
-          {"model", shape.model},
-          {"choices", std::move(choices)},
-          {"usage", usage_json(usage)}};
+  json out = {{"id", shape.id},
+              {"object", shape.chat ? "chat.completion" : "text_completion"},
+              {"created", shape.created},
+              {"model", shape.model},
+              {"choices", std::move(choices)},
+              {"usage", usage_json(usage)}};
+  if (shape.roofline) out["timings"] = request_stats_json(usage, *shape.roofline);
+  return out;
 }
 
 json stream_chunk(const ResponseShape& shape, const std::string& text, bool first,
@@ -177,12 +179,14 @@ std::vector<json> stream_chunks(const ResponseShape& shape, const std::string& t
 }
 
 json usage_chunk(const ResponseShape& shape, const RequestTimings& timings) {
-  return {{"id", shape.id},
-          {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", shape.created},
-          {"model", shape.model},
-          {"choices", json::array()},
-          {"usage", usage_json(timings)}};
+  json out = {{"id", shape.id},
+              {"object", shape.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", shape.created},
+              {"model", shape.model},
+              {"choices", json::array()},
+              {"usage", usage_json(timings)}};
+  if (shape.roofline) out["timings"] = request_stats_json(timings, *shape.roofline);
+  return out;
 }
 
 }  // namespace duet::server

@@ -10,6 +10,7 @@
 
 #include "engine/request.h"
 #include "server/chat_output_parser.h"
+#include "server/request_stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace duet::server {
@@ -28,6 +29,8 @@ struct ResponseShape {
   // whole or the streamed path serves it.
   std::shared_ptr<ChatOutputParser> parser;
   std::string echo;  // completions with echo: the prompt's text, before the choice's
+  // Set: the response carries "timings" (request_stats.h) beside "usage".
+  const RooflineBasis* roofline = nullptr;
 };
 
 // "stop" or "length"; nullptr for reasons that are not a normal end.

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "server/api_error.h"
+#include "server/chat_page.h"
 #include "server/chat_prompt.h"
 #include "server/completion_prompt.h"
 #include "server/embeddings_api.h"
@@ -277,6 +278,7 @@ struct Route {
   const char* methods;
 };
 constexpr Route kRoutes[] = {
+    {"/", "GET"},
     {"/health", "GET"},          {"/metrics", "GET"},          {"/v1/models", "GET"},
     {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/embeddings", "POST"},
     {"/tokenize", "POST"},       {"/detokenize", "POST"},
@@ -296,8 +298,10 @@ void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
   // the API key is asked for.
   if (req.method == "OPTIONS" && known) return answer_options(config_.cors, req, known->methods, res);
   add_cors_headers(config_.cors, req, res);
-  if (!authorized(req, res)) return;
   const bool get = req.method == "GET", post = req.method == "POST";
+  // The page holds no secret: it asks for the key when the API wants one.
+  if (req.path == "/" && get) return set_chat_page(res, !config_.api_key.empty());
+  if (!authorized(req, res)) return;
   if (req.path == "/health" && get) return handle_health(res);
   if (req.path == "/metrics" && get)
     return res.set_content(prometheus_text(loop_.metrics(), loop_.in_flight()), "text/plain; version=0.0.4");
@@ -463,6 +467,7 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
   base.model = r.model.empty() ? config_.model_name : r.model;
   base.logprobs = r.logprobs >= 0;
   base.tokenizer = &model_.tokenizer();
+  base.roofline = &config_.roofline;
   if (r.echo) base.echo = r.prompt;
   const bool log = config_.log_requests;
   auto id = loop_.submit(std::move(prompt), r.params, [channel, chat, log](const TokenEvent& ev) {

@@ -2,9 +2,9 @@
 // HttpServer transport. POST /v1/completions and /v1/chat/completions
 // (streamed as Server-Sent Events or whole), POST /v1/embeddings, GET
 // /v1/models, /health (503 once shutting down) and /metrics (Prometheus),
-// and llama.cpp's POST /tokenize and /detokenize; CORS for browsers when
-// origins are configured (cors.h). Errors are OpenAI error JSON with the matching
-// status; a streaming client that goes away cancels its request. A full
+// llama.cpp's POST /tokenize and /detokenize, and / (the chat page,
+// chat_page.h); CORS for browsers when origins are configured (cors.h).
+// Errors are OpenAI error JSON with the matching status; a streaming client that goes away cancels its request. A full
 // queue is 429 with Retry-After; a request past its deadline, or still
 // running when a drain's grace ends, ends with an error.
 #pragma once
@@ -25,6 +25,7 @@
 #include "server/cors.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
+#include "server/request_stats.h"
 #include "tokenizer/chat_template.h"
 
 namespace duet::server {
@@ -50,6 +51,8 @@ struct ServerConfig {
   CorsPolicy cors;           // no origins: no CORS headers
   // How /v1/embeddings pools; unset: the model's pooling_type.
   std::optional<Pooling> pooling;
+  // What each response's "timings" judge its phases against (request_stats.h).
+  RooflineBasis roofline;
 };
 
 class OpenAiServer {

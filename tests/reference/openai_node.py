@@ -1,5 +1,6 @@
-"""Runs one of the official OpenAI Node client's scripts (tests/reference/openai/)
-against a `duet serve` started here on a free loopback port."""
+"""Runs a Node script (the official OpenAI client's in tests/reference/openai/,
+the browser test's in tests/reference/web/) against a `duet serve` started
+here on a free loopback port."""
 import os
 import re
 import subprocess
@@ -9,21 +10,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_DIR = os.path.join(HERE, "openai")
 
 
-def run_client_script(test, model, script, serve_args=()):
+def run_client_script(test, model, script, serve_args=(), client_dir=CLIENT_DIR, package="openai", threads=2):
     """Starts `duet serve -m model` (API key test-key), runs `node script URL
-    test-key` and asserts that it exits 0 and prints "all ok"."""
-    test.assertTrue(os.path.isdir(os.path.join(CLIENT_DIR, "node_modules", "openai")),
-                    "the openai package is missing: cd tests/reference/openai && npm install")
+    test-key` in client_dir and asserts that it exits 0 and prints "all ok"."""
+    test.assertTrue(os.path.isdir(os.path.join(client_dir, "node_modules", package)),
+                    f"the {package} package is missing: cd {os.path.relpath(client_dir)} && npm install")
     server = subprocess.Popen(
         [os.environ["DUET_BINARY"], "serve", "-m", model, "--port", "0", "--api-key", "test-key",
-         "--threads", "2", *serve_args],
+         "--threads", str(threads), *serve_args],
         stderr=subprocess.PIPE, text=True)
     try:
         line = server.stderr.readline()
         match = re.search(r"http://([\d.]+):(\d+)", line)
         test.assertIsNotNone(match, f"duet serve did not start: {line}")
         url = f"http://{match.group(1)}:{match.group(2)}"
-        result = subprocess.run(["node", script, url, "test-key"], cwd=CLIENT_DIR,
+        result = subprocess.run(["node", script, url, "test-key"], cwd=client_dir,
                                 capture_output=True, text=True, timeout=300)
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)

@@ -1,0 +1,33 @@
+#include "cli/phase_ceilings.h"
+
+#include <vector>
+
+#include "formats/type_mix.h"
+#include "kv/kv_cache.h"
+
+namespace duet::cli {
+
+DType main_dtype(const Model& m) {
+  for (const char* name : {"blk.0.ffn_gate.weight", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_gate.0.weight"})
+    if (const TensorView* t = m.file().tensor(name)) return t->dtype;
+  const std::vector<TypeShare> mix = type_mix(m.file().tensors());
+  return mix.empty() ? DType::F32 : mix.front().type;
+}
+
+double prefill_ceiling(const Roofline& r, DType weights) {
+  const bool is_float = weights == DType::F32 || weights == DType::F16 || weights == DType::BF16;
+  return is_float ? r.fma_gflop_s : r.int8_gop_s;
+}
+
+server::RooflineBasis measure_serve_roofline(const Model& m, Engine& engine, size_t probe_mib) {
+  const Roofline r = measure_roofline(engine.threads(), probe_mib << 20, /*reps=*/1);
+  server::RooflineBasis b;
+  b.read_gb_s = r.read_gb_s;
+  b.compute_gop_s = prefill_ceiling(r, main_dtype(m));
+  b.weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
+  b.kv_bytes_per_pos = static_cast<double>(engine.cache().bytes_per_token());
+  b.flops_per_token = m.matmul_flops_per_token();
+  return b;
+}
+
+}  // namespace duet::cli
