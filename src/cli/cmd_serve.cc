@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "cli/target_model.h"
 #include "cli/engine_options.h"
+#include "cli/malloc_arenas.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 
@@ -76,6 +77,7 @@ void raise_fd_limit() {
 }
 
 int serve(const ServeOptions& o) {
+  limit_malloc_arenas();
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
