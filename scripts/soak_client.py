@@ -295,7 +295,8 @@ class Client(threading.Thread):
         if not events or events[-1] != "[DONE]":
             self.stats.fail("stream: no [DONE]", text.decode(errors="replace")[-300:])
         elif any('"error"' in e[:10] for e in events):
-            return self.stats.fail("stream: error event in a 200", text.decode(errors="replace")[-400:])
+            self.stats.fail("stream: error event in a 200", text.decode(errors="replace")[-400:])
+            return self.stats.add("stream", status)
         elif not any('"finish_reason":"' in e for e in events):
             self.stats.fail("stream: no finish_reason", text.decode(errors="replace")[-300:])
         self.stats.add("stream", status, latency, ttft)
@@ -317,12 +318,13 @@ class Client(threading.Thread):
             try:
                 reply = json.loads(data)
             except ValueError:
-                return self.stats.fail("plain: 200 without JSON", data.decode(errors="replace")[-300:])
+                reply = {}
             # A long answer's status goes out before its body: a failure
             # then is an error object inside the 200.
             if "error" in reply or not reply.get("choices"):
-                return self.stats.fail("plain: error inside a 200", data.decode(errors="replace")[:400])
-            return self.stats.add("plain", status, latency)
+                self.stats.fail("plain: error or no JSON inside a 200", data.decode(errors="replace")[:400])
+            else:
+                return self.stats.add("plain", status, latency)
         self.stats.add("plain", status)
 
     def disconnect(self):
