@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "cli/target_model.h"
 #include "cli/engine_options.h"
+#include "cli/malloc_arenas.h"
 #include "cli/phase_ceilings.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
@@ -90,6 +91,7 @@ Result<Pooling> parse_pooling(const std::string& name) {
 }
 
 int serve(const ServeOptions& o) {
+  limit_malloc_arenas();
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -105,7 +107,8 @@ int serve(const ServeOptions& o) {
   if (o.max_tokens < 0 || o.max_prompt_tokens < 0 || o.request_timeout < 0 || o.shutdown_timeout < 0)
     return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
   if (o.max_n < 1) return fail(err("--max-n must be >= 1"));
-  if (o.http.max_conns_per_address < 1) return fail(err("--max-conns-per-client must be >= 1"));
+  if (o.http.max_conns < 1 || o.http.max_conns_per_address < 1)
+    return fail(err("--max-conns and --max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
   auto cors = server::parse_cors_origins(o.cors_origins);
   if (!cors) return fail(cors.error());
@@ -228,6 +231,9 @@ const bool registered = register_command(
       app.add_option("--max-header-bytes", o->http.max_header_bytes, "Largest request head; more get 431")
           ->capture_default_str();
       app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; more get 413")
+          ->capture_default_str();
+      app.add_option("--max-conns", o->http.max_conns,
+                     "Open connections in all; more get 503 with Retry-After and are closed")
           ->capture_default_str();
       app.add_option("--max-conns-per-client", o->http.max_conns_per_address,
                      "Open connections from one client address; more get 429 and are closed")

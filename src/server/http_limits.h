@@ -14,6 +14,7 @@ struct HttpLimits {
   int32_t body_timeout_ms = 30000;     // to send the whole body after the head
   int32_t write_timeout_ms = 30000;    // for the client to take one write
   int32_t max_conns_per_address = 256; // open connections from one address; more: 429 and closed
+  int32_t max_conns = 4096;             // open connections in all; more: 503 and closed
 };
 
 }  // namespace duet::server

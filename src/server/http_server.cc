@@ -58,11 +58,20 @@ void HttpServer::on_accepted(asio::ip::tcp::socket socket) {
   const auto remote = socket.remote_endpoint(ec);
   if (ec) return;  // already gone
   std::string address = remote.address().to_string();
+  // The server's own bound first (its descriptors and memory, whoever the
+  // clients are; 503), then the one address's share of it (429).
+  const bool full = counted_ >= limits_.max_conns;
   int32_t& n = per_address_[address];
-  const bool over = n >= limits_.max_conns_per_address;
-  if (!over) ++n;
-  auto c = std::make_shared<HttpConnection>(*this, std::move(socket), std::move(address), !over);
+  const bool over = !full && n >= limits_.max_conns_per_address;
+  if (!full && !over) {
+    ++n;
+    ++counted_;
+  } else if (n == 0) {
+    per_address_.erase(address);
+  }
+  auto c = std::make_shared<HttpConnection>(*this, std::move(socket), std::move(address), !full && !over);
   connections_.emplace(c.get(), c);
+  if (full) return c->refuse(503, "the server has too many open connections; retry later");
   if (over) return c->refuse(429, "too many connections from this address");
   c->start();
 }
@@ -71,6 +80,7 @@ void HttpServer::forget(HttpConnection* c) {
   auto it = connections_.find(c);
   if (it == connections_.end()) return;
   if (c->counted()) {
+    --counted_;
     auto n = per_address_.find(c->address());
     if (n != per_address_.end() && --n->second <= 0) per_address_.erase(n);
   }

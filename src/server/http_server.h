@@ -69,6 +69,7 @@ class HttpServer {
   // I/O thread only.
   std::unordered_map<HttpConnection*, std::shared_ptr<HttpConnection>> connections_;
   std::map<std::string, int32_t> per_address_;
+  int32_t counted_ = 0;  // connections within the limits (refused ones linger uncounted)
   int32_t active_handlers_ = 0;
   bool stopping_ = false;
 

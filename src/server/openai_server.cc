@@ -49,6 +49,7 @@ ApiError transport_error(int status, const std::string& message, const HttpLimit
       return {413, "the request body is larger than " + std::to_string(limits.max_body_bytes) + " bytes",
               "invalid_request_error", "", "payload_too_large"};
     case 429: return {429, message, "rate_limit_error", "", "too_many_connections"};
+    case 503: return {503, message, "server_error", "", "too_many_connections"};
     case 431:
       return {431, "the request head is larger than " + std::to_string(limits.max_header_bytes) + " bytes",
               "invalid_request_error", "", "header_too_large"};
@@ -227,7 +228,7 @@ OpenAiServer::OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config)
       [this](const HttpRequest& req, HttpResponse& res) { route(req, res); },
       [this](int status, const std::string& message, HttpResponse& res) {
         send_error(res, transport_error(status, message, config_.http));
-        if (status == 429) res.set_header("Retry-After", "1");
+        if (status == 429 || status == 503) res.set_header("Retry-After", "1");
       });
 }
 

@@ -1,7 +1,7 @@
 // The transport's limits against clients that break them: an oversized
-// head (431) or body (413), a head or body sent too slowly (408 and closed), too
-// many connections from one address (429), and malformed or pipelined
-// garbage (400) — the server answers each and goes on serving.
+// head (431) or body (413), a head or body sent too slowly (408 and closed),
+// too many connections from one address (429) or in all (503), and malformed
+// or pipelined garbage (400) — the server answers each and goes on serving.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -123,6 +123,41 @@ TEST(HttpLimits, ConnectionsPerClientAddressAreCapped) {
   std::string line;
   for (int tries = 0; tries < 100 && line != "HTTP/1.1 200 OK"; ++tries) {
     RawSocket again(s.port(), 10, "127.0.0.3");
+    again.send_all("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    line = status_line(again.read_until("\r\n"));
+    if (line != "HTTP/1.1 200 OK") std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(line, "HTTP/1.1 200 OK");
+}
+
+TEST(HttpLimits, ConnectionsInAllAreCapped) {
+  HarnessOptions o;
+  o.server.http.max_conns = 4;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  // Four clients at four addresses, each well within its own share.
+  std::vector<std::unique_ptr<RawSocket>> held;
+  for (int i = 0; i < 4; ++i) {
+    const std::string from = "127.0.0." + std::to_string(20 + i);
+    held.push_back(std::make_unique<RawSocket>(s.port(), 10, from.c_str()));
+    ASSERT_TRUE(held.back()->send_all("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_EQ(status_line(held.back()->read_until("\r\n")), "HTTP/1.1 200 OK");
+  }
+  {
+    // A fifth address is refused all the same: the server is full.
+    RawSocket over(s.port(), 10, "127.0.0.30");
+    bool closed = false;
+    const std::string reply = over.read_all(&closed);
+    EXPECT_EQ(status_line(reply), "HTTP/1.1 503 Service Unavailable") << reply;
+    EXPECT_NE(reply.find("Retry-After: 1"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("too_many_connections"), std::string::npos) << reply;
+    EXPECT_TRUE(closed);
+  }
+  // A closed connection frees its place (and a refused one never took one).
+  held.pop_back();
+  std::string line;
+  for (int tries = 0; tries < 100 && line != "HTTP/1.1 200 OK"; ++tries) {
+    RawSocket again(s.port(), 10, "127.0.0.30");
     again.send_all("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
     line = status_line(again.read_until("\r\n"));
     if (line != "HTTP/1.1 200 OK") std::this_thread::sleep_for(std::chrono::milliseconds(20));
