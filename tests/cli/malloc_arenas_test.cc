@@ -12,6 +12,12 @@
 
 #include "cli/malloc_arenas.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DUET_UNDER_ASAN
+#endif
+#endif
+
 namespace duet::cli {
 namespace {
 
@@ -46,6 +52,11 @@ void allocate_in_threads(int n) {
 // In a fresh process (the death test's re-run of this binary), where no
 // other test has made arenas yet.
 TEST(MallocArenas, ThreadsShareOneArenaOnceLimited) {
+#if defined(__SANITIZE_ADDRESS__) || defined(DUET_UNDER_ASAN)
+  // ASan's allocator replaces glibc's arenas, so the count would be 1 either
+  // way; the Release tree's soak (scripts/soak.sh) watches the effect.
+  GTEST_SKIP() << "glibc malloc arenas are not used under AddressSanitizer";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
