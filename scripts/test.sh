@@ -6,7 +6,7 @@
 # well was about two fifths of the Release compile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DUET_UNIT_TESTS=OFF scripts/setup.sh
+scripts/setup.sh
 jobs=$(nproc)
 phase() { echo "test.sh: $1 at ${SECONDS} s"; }
 phase "Release build done"
