@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_DIR = os.path.join(HERE, "openai")
@@ -38,3 +39,15 @@ def run_client_script(test, model, script, serve_args=(), client_dir=CLIENT_DIR,
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def run_client_on_tiny_model(test, script, chat_template, seed):
+    """run_client_script on a random-weight model (`duet synth`, 2 layers of
+    64, 400 tokens) under chat_template: the grammar, not the model, makes
+    its structured replies valid."""
+    with tempfile.TemporaryDirectory(prefix="duet-node-") as tmp:
+        model = os.path.join(tmp, "tiny.gguf")
+        subprocess.run([os.environ["DUET_BINARY"], "synth", "--arch", "llama", "--dim", "64", "--ffn", "96",
+                        "--layers", "2", "--heads", "4", "--kv-heads", "2", "--vocab-size", "400", "--ctx", "4096",
+                        "--seed", str(seed), "-o", model], check=True, capture_output=True)
+        run_client_script(test, model, script, ["--chat-template", chat_template])

@@ -8,23 +8,14 @@ validates every response, and the streamed response must give the same
 object. The model knows nothing of JSON: the grammar makes it valid.
 Needs node and the packages installed once: cd tests/reference/openai && npm install
 """
-import os
-import subprocess
-import tempfile
 import unittest
 
-from openai_node import run_client_script
+from openai_node import run_client_on_tiny_model
 
 
 class OpenAiSchemas(unittest.TestCase):
     def test_every_response_validates_with_ajv(self):
-        duet = os.environ["DUET_BINARY"]
-        with tempfile.TemporaryDirectory(prefix="duet-schemas-") as tmp:
-            model = os.path.join(tmp, "tiny.gguf")
-            subprocess.run([duet, "synth", "--arch", "llama", "--dim", "64", "--ffn", "96", "--layers", "2",
-                            "--heads", "4", "--kv-heads", "2", "--vocab-size", "400", "--ctx", "4096",
-                            "--seed", "7", "-o", model], check=True, capture_output=True)
-            run_client_script(self, model, "schema_test.mjs", ["--chat-template", "chatml"])
+        run_client_on_tiny_model(self, "schema_test.mjs", "chatml", seed=7)
 
 
 if __name__ == "__main__":
