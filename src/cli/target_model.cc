@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/page_in.h"
 #include "dist/communicator.h"
 #include "model/tp_step.h"
 
@@ -11,6 +12,7 @@ namespace duet::cli {
 
 Result<std::unique_ptr<Model>> load_target_model(const std::string& path, LoadMode mode, int32_t threads) {
   Communicator& comm = world();
+  if (comm.leads()) page_in_with_progress(path);
   Result<std::unique_ptr<Model>> model = Model::load(path, mode, &comm);
   // Agreed before any work, so that no rank waits on one that failed.
   const bool all_loaded = comm.all_ok(static_cast<bool>(model));
