@@ -33,7 +33,7 @@ fi
 
 phase "sanitized build done"
 mkdir -p build-asan/fuzz
-FUZZ_NO_BUILD=1 setsid -w scripts/fuzz.sh 20 >build-asan/fuzz/fuzz.log 2>&1 &
+FUZZ_NO_BUILD=1 setsid -w scripts/fuzz.sh 15 >build-asan/fuzz/fuzz.log 2>&1 &
 fuzz=$!
 pids+=("$fuzz")
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -45,5 +45,5 @@ if ! wait "$fuzz"; then
   echo "test.sh: the fuzz smoke failed (build-asan/fuzz/fuzz.log)" >&2
   exit 1
 fi
-tail -9 build-asan/fuzz/fuzz.log
+tail -12 build-asan/fuzz/fuzz.log
 phase "fuzz smoke done"
