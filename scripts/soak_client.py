@@ -175,7 +175,7 @@ def malformed_body(rng):
         "[" * 5000 + "]" * 5000,                                   # too deep
         '{"prompt": "\xff\xfe"}'.encode("latin-1"),                 # not UTF-8
         '{"messages": "hello"}',
-        '{"prompt": "Once", "n": 3}',
+        '{"prompt": "Once", "n": 1000}',                            # above --max-n
         '{"prompt": "Once", "no_such_field": 1}',
         "{\"prompt\": \"Once\"" + " " * 1000,
     ]

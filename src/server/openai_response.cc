@@ -23,11 +23,18 @@ json usage_json(const RequestTimings& t) {
 }
 
 RequestTimings total_usage(const std::vector<RequestTimings>& choices) {
-  RequestTimings t;
-  if (choices.empty()) return t;
-  t.n_prompt = choices[0].n_prompt;
-  t.n_cached = choices[0].n_cached;
-  for (const RequestTimings& c : choices) t.n_generated += c.n_generated;
+  if (choices.empty()) return {};
+  // The times (TTFT, each token's) stay the first choice's: the choices share
+  // one prefill and decode in the same steps. The counts are the request's.
+  RequestTimings t = choices[0];
+  for (size_t i = 1; i < choices.size(); ++i) {
+    const RequestTimings& c = choices[i];
+    t.n_generated += c.n_generated;
+    t.n_preemptions += c.n_preemptions;
+    t.n_drafted += c.n_drafted;
+    t.n_accepted += c.n_accepted;
+    t.n_passes += c.n_passes;
+  }
   return t;
 }
 

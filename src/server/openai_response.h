@@ -37,7 +37,8 @@ struct ResponseShape {
 const char* openai_finish_reason(FinishReason r);
 
 nlohmann::json usage_json(const RequestTimings& t);
-// The usage of a request's choices: its prompt once, their completions summed.
+// The usage of a request's choices: its prompt once, their completions
+// summed, and the first choice's times.
 RequestTimings total_usage(const std::vector<RequestTimings>& choices);
 
 // Collects logprobs of successive tokens in the endpoint's shape.
