@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/keyed_list.h"
+#include "core/remove_on_signal.h"
 #include "formats/checked_math.h"
 #include "formats/gguf.h"
 
@@ -157,6 +158,7 @@ Status GgufWriter::write(const std::string& path, const ProgressFn& progress) co
   }
 
   const std::string tmp = path + ".partial." + std::to_string(::getpid());
+  const RemoveOnSignal interrupted(tmp);
   Status st = write_body(tmp, path, header.bytes(), alignment, progress);
   if (st && std::rename(tmp.c_str(), path.c_str()) != 0) st = err(path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
   if (!st) std::remove(tmp.c_str());

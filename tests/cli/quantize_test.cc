@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -39,6 +41,20 @@ double perplexity(const std::string& model, const std::string& text_file) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output, nullptr, false);
   return j.is_object() ? j["perplexity"].get<double>() : NAN;
+}
+
+// A quantize cut off mid-write (here by the file-size limit, whose signal
+// ends the process as Ctrl-C would) leaves no file at all: not the
+// destination, not its temporary.
+TEST(QuantizeCli, AnInterruptedQuantizeLeavesNoFile) {
+  TempDir dir;
+  const std::string out = dir.file("q8.gguf");
+  const auto r = run_command("bash -c 'ulimit -f 128; exec " + duet_binary() + " quantize -t 2 " + stories_gguf() +
+                             " " + out + " q8_0'");
+  EXPECT_EQ(r.exit_code, 128 + SIGXFSZ) << r.output;
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 0u);
 }
 
 TEST(QuantizeCli, Q8_0FileRereadsAsQuantizeRowWrites) {

@@ -387,5 +387,29 @@ TEST(GgufWriter, AFailedWriteLeavesNoFileBehind) {
   EXPECT_TRUE(GgufFile::open(path).ok());
 }
 
+// Interrupted (Ctrl-C) between two tensors, the write leaves no temporary
+// beside the destination, and the process still ends by the signal.
+TEST(GgufWriter, AnInterruptedWriteLeavesNoFileBehind) {
+  duet::testing::TempDir dir;
+  const std::string path = dir.file("model.gguf");
+  GgufWriter w;
+  const std::vector<uint8_t> data(64 * 1024, 7);
+  for (const char* name : {"a", "b"}) ASSERT_TRUE(w.add_tensor(name, DType::F32, {16 * 1024}, data.data(), data.size()).ok());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // After the first tensor is written: the temporary holds half a model.
+    (void)w.write(path, [](uint64_t, uint64_t) { raise(SIGINT); });
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 0u);  // neither the destination nor its temporary
+}
+
 }  // namespace
 }  // namespace duet
