@@ -122,7 +122,7 @@ TEST(Choices, StreamedChunksCarryTheirChoice) {
   std::map<int, std::string> finish;
   json usage;
   for (const json& chunk : stream(s, "/v1/completions", body)) {
-    if (!chunk["usage"].is_null() && chunk.contains("usage")) usage = chunk["usage"];
+    if (chunk.contains("usage") && !chunk["usage"].is_null()) usage = chunk["usage"];
     for (const json& c : chunk["choices"]) {
       text[c["index"].get<int>()] += c["text"].get<std::string>();
       if (!c["finish_reason"].is_null()) finish[c["index"].get<int>()] = c["finish_reason"];
