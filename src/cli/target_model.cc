@@ -12,7 +12,8 @@ namespace duet::cli {
 
 Result<std::unique_ptr<Model>> load_target_model(const std::string& path, LoadMode mode, int32_t threads) {
   Communicator& comm = world();
-  if (comm.leads()) page_in_with_progress(path);
+  // --no-mmap reads the file itself; a page-in first would read it twice.
+  if (comm.leads() && mode == LoadMode::kMap) page_in_with_progress(path);
   Result<std::unique_ptr<Model>> model = Model::load(path, mode, &comm);
   // Agreed before any work, so that no rank waits on one that failed.
   const bool all_loaded = comm.all_ok(static_cast<bool>(model));
