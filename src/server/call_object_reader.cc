@@ -161,7 +161,7 @@ void CallObjectReader::step_head(char c, std::string& args, std::vector<Event>& 
       out.push_back({Event::kHead, std::move(name)});
       reported_ = true;
       raw_.clear();
-      args = "{";
+      args.assign(1, '{');  // (not = "{": GCC 12 warns -Wrestrict wrongly)
       depth_ = {};
       depth_.depth = 1;
       state_ = State::kArguments;

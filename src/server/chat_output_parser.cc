@@ -327,6 +327,13 @@ bool ChatOutputParser::stream_hermes_call(size_t close, std::vector<ChatDelta>& 
     call_.emplace(CallObjectReader::Shape::kCall, /*minify=*/!forced_);
     read_ = i;
   }
+  if (read_ > end) {
+    // The closing marker came within what was read as a head (a name
+    // holding it): the block is decided whole.
+    head_failed_ = true;
+    call_.reset();
+    return false;
+  }
   std::vector<CallObjectReader::Event> events;
   read_ += call_->feed(std::string_view(pending_).substr(read_, end - read_), events);
   if (!call_->reported_head()) {

@@ -274,10 +274,41 @@ TEST(ChatOutputStream, CallsReadWholeOrNotCalls) {
       format(ToolCallStyle::kLlama3), "{\"parameters\": {\"k\": 2}, \"name\": \"f\"}; {\"name\": \"g\", \"parameters\": {}}");
   ASSERT_EQ(swapped.tool_calls.size(), 2u);
   EXPECT_EQ(swapped.tool_calls[0].arguments, R"({"k":2})");
+  // A closing marker inside what would be the name ends the block first.
+  const std::string early = "<tool_call>{\"name\": \"a</tool_call>b\", \"arguments\": {}}";
+  const ParsedMessage closed = same_however_split(format(ToolCallStyle::kHermes), early);
+  EXPECT_TRUE(closed.tool_calls.empty());
+  EXPECT_EQ(closed.content, early);
   const std::string answer = "{\"answer\": 42} is the JSON you asked for";
   const ParsedMessage plain = same_however_split(format(ToolCallStyle::kLlama3), answer);
   EXPECT_TRUE(plain.tool_calls.empty());
   EXPECT_EQ(plain.content, answer);
+}
+
+// Outputs pieced together from fragments of every format's markup, fed
+// whole, split in two and byte by byte: the same message every way.
+TEST(ChatOutputStream, RandomMarkupIsTheSameHoweverSplit) {
+  const std::vector<std::string> parts = {
+      "<tool_call>", "</tool_call>", "<tool_c", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]x1", "<|python_tag|>",
+      "<think>", "</think>", "{", "}", "[", "]", ",", ";", " ", "\n", "\"", "\\", ":", "\"name\"",
+      "\"arguments\"", "\"parameters\"", "\"f\"", "\"a</tool_call>b\"", "get_time", "1", "text", "{\"name\": \"g\", ",
+      "\"arguments\": {", "\"x\": [1, \"}\"]}"};
+  uint64_t state = 42;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(state >> 33);
+  };
+  for (int round = 0; round < 5000; ++round) {
+    std::string text;
+    for (size_t n = 1 + next() % 12; n > 0; --n) text += parts[next() % parts.size()];
+    ChatFormat f = format(static_cast<ToolCallStyle>(round % 4), round % 3 == 0);
+    f.starts_in_reasoning = round % 7 == 0;
+    const ParsedMessage whole = stream(f, {text}).message;
+    const size_t cut = next() % (text.size() + 1);
+    expect_same(stream(f, {text.substr(0, cut), text.substr(cut)}).message, whole, text + " split at " + std::to_string(cut));
+    expect_same(stream(f, bytes_of(text)).message, whole, text + " byte by byte");
+    stream(f, {text}, /*end_with_last=*/true);  // the whole response's way: its deltas add up
+  }
 }
 
 }  // namespace
