@@ -58,8 +58,8 @@ class ChatOutputParser {
  public:
   // `parse_tools`: look for tool calls (the request has tools and a
   // tool_choice other than none). `new_id` names each call. `forced`: a
-  // grammar makes the output calls, so they stream as they are written
-  // (forced_call_stream.h) instead of once each is complete.
+  // grammar makes the output calls, so they stream exactly as written
+  // (forced_call_stream.h), whitespace included, and are never parsed whole.
   ChatOutputParser(ChatFormat format, bool parse_tools, std::function<std::string()> new_id, bool forced = false);
 
   std::vector<ChatDelta> feed(std::string_view text);
