@@ -10,8 +10,8 @@ every configuration back to back, in reversed order every other round):
   - `mpirun -np 2 duet bench -t 1` of the full model;
   - `mpirun -np 2 duet_allreduce --json`: allreduce latency and bandwidth.
 Then predicts -np 2 from the per-layer times and the allreduce, prints it
-beside the measurement, and predicts a Llama-2-70B shape on N nodes of this
-machine over 25 and 100 GbE.
+beside the measurement, and predicts a Llama-2-70B shape (Q8_0) on N nodes
+(this machine's kind and a server socket) over 25 and 100 GbE.
 
 Usage: tp_scaling.py DUET ALLREDUCE MODEL SHORT_MODEL [--rounds 4] [--json out.json]
 MODEL and SHORT_MODEL: `duet synth` of one shape with L and L_short layers,
@@ -28,11 +28,11 @@ import sys
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 
 
-def bench(cmd: list[str], prompt: int, gen: int, reps: int) -> dict[str, float]:
+def bench(cmd: list[str], prompt: int, gen: int, reps: int, field: str = "tok_s") -> dict[str, float]:
     out = subprocess.run(cmd + ["-p", str(prompt), "-n", str(gen), "-r", str(reps), "--json"], check=True,
                          capture_output=True, text=True).stdout
     rows = json.loads(out[out.index("["):])
-    return {("decode" if r["test"].startswith("tg") else "prefill"): r["tok_s"] for r in rows}
+    return {("decode" if r["test"].startswith("tg") else "prefill"): r[field] for r in rows}
 
 
 def layers_of(duet: str, model: str) -> int:
@@ -65,6 +65,10 @@ BIG = {"dim": 8192, "layers": 80, "heads": 64, "kv_heads": 8, "ffn": 28672, "voc
 # bandwidth ~93 % of the line rate; a message's latency the kernel's TCP
 # path at both ends (what TCP loopback measures here) plus ~5 µs of NIC and switch.
 LINKS = {"25 GbE": 25e9 / 8 * 0.93, "100 GbE": 100e9 / 8 * 0.93}
+# Nodes: read GB/s and int8 G op/s. This machine idle (/work/shared/PEERS.md:
+# 2 threads read 39-47 GB/s, vpdpbusd 1048 G op/s) and a server socket
+# (12 channels of DDR5: ~300 GB/s read; 64 cores at ~500 G op/s each).
+NODES = [("this machine", 40.0, 1048.0), ("server socket", 300.0, 32000.0)]
 
 
 def layer_params(s: dict) -> float:
@@ -147,37 +151,42 @@ def main() -> int:
               f"{predicted:.1f} tok/s | {measured:.1f} tok/s | {predicted / measured:.2f} | {one:.1f} tok/s | "
               f"{measured / one:.2f} ({min(ratios):.2f}-{max(ratios):.2f}) |")
 
-    # The 70B shape on N nodes like this one (2 threads each), from the
-    # 2-thread per-layer times scaled by weights (decode reads them all) and
-    # by FLOPs (prefill), the rest by the output head's size.
-    small = {"dim": 2048, "heads": 32, "kv_heads": 4, "ffn": 5632}
-    scale = layer_params(BIG) / layer_params(small)
-    dec_layer, dec_rest = split("decode", "2 threads")
-    pp_layer, pp_rest = split("prefill", "2 threads")
+    # The 70B shape on N nodes: decode reads every weight once per token at
+    # the node's read ceiling times the fraction of it duet reaches, prefill
+    # computes at the int8 ceiling times its fraction (both fractions
+    # measured here against probes run beside each repetition, so that load
+    # on this machine cancels out); the output head stays on rank 0.
+    roof = bench([a.duet, "bench", "-m", a.model, "-t", "2", "--roofline", "--probe-mib", "256"], a.prompt, a.gen,
+                 a.reps, "percent_of_ceiling")
     latency = statistics.median(ar["latency_us"] for ar in allreduces) * 1e-6
     tcp = subprocess.run(MPI + ["--mca", "btl", "self,tcp", a.allreduce, "--json"], check=True, capture_output=True,
                          text=True).stdout
     tcp_latency = json.loads(tcp.strip().splitlines()[-1])["latency_us"] * 1e-6 + 5e-6
-    result["model70b"] = {"scale": scale, "tcp_latency_us": tcp_latency * 1e6, "rows": []}
-    print(f"\n70B shape: {scale:.1f}x the layer weights; per layer on one node {dec_layer * scale * 1e3:.0f} ms decode, "
-          f"{pp_layer * scale * 1e3:.1f} ms per prompt token; allreduce latency {tcp_latency * 1e6:.0f} µs (TCP)")
-    print("| N | link | decode tok/s | decode comm % | prefill tok/s (512-token chunks) | prefill comm % |")
-    print("|---|---|---|---|---|---|")
-    head = BIG["dim"] / small["dim"]  # output head and embedding: dim x vocab
-    for n in (1, 2, 4, 8):
-        for link, bw in LINKS.items():
-            if n == 1 and link != "25 GbE":
-                continue
-            d_comm = BIG["layers"] * 2 * ring_or_doubling(n, BIG["dim"] * 4, tcp_latency, bw)
-            d_comp = BIG["layers"] * dec_layer * scale / n + dec_rest * head
-            p_comm = BIG["layers"] * 2 * ring_or_doubling(n, 512 * BIG["dim"] * 4, tcp_latency, bw) / 512
-            p_comp = BIG["layers"] * pp_layer * scale / n + pp_rest * head
-            row = {"n": n, "link": link if n > 1 else "-", "decode_tok_s": 1 / (d_comp + d_comm),
-                   "decode_comm": d_comm / (d_comp + d_comm), "prefill_tok_s": 1 / (p_comp + p_comm),
-                   "prefill_comm": p_comm / (p_comp + p_comm)}
-            result["model70b"]["rows"].append(row)
-            print(f"| {n} | {row['link']} | {row['decode_tok_s']:.2f} | {100 * row['decode_comm']:.1f} | "
-                  f"{row['prefill_tok_s']:.1f} | {100 * row['prefill_comm']:.1f} |")
+    weights = layer_params(BIG) * 8.5 / 8  # Q8_0 bytes
+    head = BIG["dim"] * BIG["vocab"] * 8.5 / 8
+    chunk = 512
+    result["model70b"] = {"percent_of_ceiling": roof, "tcp_latency_us": tcp_latency * 1e6, "rows": []}
+    print(f"\nduet's fraction of the ceilings here: decode {roof['decode']:.0f} % of read, prefill "
+          f"{roof['prefill']:.0f} % of int8; allreduce latency over TCP {tcp_latency * 1e6:.0f} µs")
+    print("| node | N | link | decode tok/s | decode comm % | prefill tok/s | prefill comm % |")
+    print("|---|---|---|---|---|---|---|")
+    for node, read_gb_s, int8_gop_s in NODES:
+        bw_eff = read_gb_s * 1e9 * roof["decode"] / 100
+        op_eff = int8_gop_s * 1e9 * roof["prefill"] / 100
+        for n in (1, 2, 4, 8):
+            for link, bw in LINKS.items():
+                if n == 1 and link != "25 GbE":
+                    continue
+                d_comm = BIG["layers"] * 2 * ring_or_doubling(n, BIG["dim"] * 4, tcp_latency, bw)
+                d_comp = BIG["layers"] * weights / n / bw_eff + head / bw_eff
+                p_comm = BIG["layers"] * 2 * ring_or_doubling(n, chunk * BIG["dim"] * 4, tcp_latency, bw) / chunk
+                p_comp = BIG["layers"] * 2 * layer_params(BIG) / n / op_eff + 2 * head / chunk / op_eff
+                row = {"node": node, "n": n, "link": link if n > 1 else "-", "decode_tok_s": 1 / (d_comp + d_comm),
+                       "decode_comm": d_comm / (d_comp + d_comm), "prefill_tok_s": 1 / (p_comp + p_comm),
+                       "prefill_comm": p_comm / (p_comp + p_comm)}
+                result["model70b"]["rows"].append(row)
+                print(f"| {node} | {n} | {row['link']} | {row['decode_tok_s']:.2f} | {100 * row['decode_comm']:.1f} | "
+                      f"{row['prefill_tok_s']:.1f} | {100 * row['prefill_comm']:.1f} |")
     print(f"\nload average during the runs: {min(loads):.1f}-{max(loads):.1f}")
     if a.json:
         with open(a.json, "w") as f:
