@@ -97,8 +97,8 @@ Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* r
   if (!type || !type->is_string()) return err(src, ": rope_scaling has no \"rope_type\" string");
   const std::string t = type->get<std::string>();
   if (t == "default") return {};
-  if (t != "linear" && t != "llama3" && t != "longrope")
-    return err(src, ": rope_scaling type '", t, "' is not supported (supported: linear, llama3, longrope)");
+  if (t != "linear" && t != "llama3" && t != "longrope" && t != "yarn")
+    return err(src, ": rope_scaling type '", t, "' is not supported (supported: linear, llama3, longrope, yarn)");
   rs->type = t;
   if (t == "longrope") return read_longrope(*v, src, rs);
   DUET_TRY(read_float(*v, "factor", src, &rs->factor));
@@ -114,6 +114,38 @@ Status read_rope_scaling(const json& j, const std::string& src, HfRopeScaling* r
       return err(src, ": rope_scaling needs 0 < low_freq_factor < high_freq_factor (got ",
                  rs->low_freq_factor, ", ", rs->high_freq_factor, ")");
   }
+  if (t == "yarn") {
+    if (!field(*v, "original_max_position_embeddings"))
+      return err(src, ": rope_scaling of type yarn needs \"original_max_position_embeddings\"");
+    DUET_TRY(read_int(*v, "original_max_position_embeddings", src, 1, 1 << 24,
+                      &rs->original_max_position_embeddings, false));
+    DUET_TRY(read_float(*v, "beta_fast", src, &rs->beta_fast));
+    DUET_TRY(read_float(*v, "beta_slow", src, &rs->beta_slow));
+    if (!(rs->beta_fast > rs->beta_slow && rs->beta_slow > 0))
+      return err(src, ": rope_scaling needs beta_fast > beta_slow > 0 (got ", rs->beta_fast, ", ", rs->beta_slow, ")");
+    DUET_TRY(read_float(*v, "mscale", src, &rs->mscale));
+    DUET_TRY(read_float(*v, "mscale_all_dim", src, &rs->mscale_all_dim));
+    if (field(*v, "attention_factor")) return err(src, ": rope_scaling attention_factor is not supported for yarn");
+  }
+  return {};
+}
+
+// YaRN into the model config. DeepSeek-V2 (transformers' DeepseekV2
+// classes) multiplies its rotated dims by mscale(mscale) / mscale(mscale_all_dim)
+// and the attention scale by mscale(mscale_all_dim)^2, where mscale(m) =
+// 1 + 0.1 m ln factor: with the two equal (as the released checkpoints set
+// them) only the attention multiplier remains, llama.cpp's
+// yarn_log_multiplier = 0.1 mscale_all_dim. Others scale their rotated dims
+// by 1 + 0.1 ln factor, which the GGUF reader derives from the factor.
+Status set_yarn(const std::string& src, HfConfig& c) {
+  const HfRopeScaling& rs = c.rope_scaling;
+  ModelConfig& m = c.model;
+  if (m.arch == "deepseek2" ? rs.mscale != rs.mscale_all_dim : (rs.mscale != 1.0 || rs.mscale_all_dim != 0.0))
+    return err(src, ": rope_scaling mscale ", rs.mscale, " with mscale_all_dim ", rs.mscale_all_dim,
+               " is not supported for ", m.arch, m.arch == "deepseek2" ? " (they must be equal)" : "");
+  m.yarn = {static_cast<float>(rs.factor), rs.original_max_position_embeddings, static_cast<float>(rs.beta_fast),
+            static_cast<float>(rs.beta_slow), static_cast<float>(m.arch == "deepseek2" ? 0.1 * rs.mscale_all_dim : 0.0)};
+  if (m.arch != "deepseek2") m.rope_attn_factor = static_cast<float>(1.0 + 0.1 * std::log(rs.factor));
   return {};
 }
 
@@ -357,6 +389,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (gemma) DUET_TRY(read_gemma(j, src, c.model));
   if (c.model.arch == "deepseek2") DUET_TRY(read_deepseek2(j, src, c));
   if (c.rope_scaling.type == "longrope") DUET_TRY(set_longrope(j, src, c));
+  if (c.rope_scaling.type == "yarn") DUET_TRY(set_yarn(src, c));
   DUET_TRY(read_token_id(j, "bos_token_id", src, &c.bos_token_id));
   DUET_TRY(read_token_id(j, "eos_token_id", src, &c.eos_token_id));
   if (const json* q = field(j, "quantization_config")) {

@@ -17,12 +17,15 @@
 namespace duet {
 
 struct HfRopeScaling {
-  std::string type;              // "" (none), "linear", "llama3" or "longrope"
+  std::string type;              // "" (none), "linear", "llama3", "longrope" or "yarn"
   double factor = 1.0;
   // llama3 only.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int32_t original_max_position_embeddings = 8192;
+  // yarn only (with factor and original_max_position_embeddings).
+  double beta_fast = 32.0, beta_slow = 1.0;
+  double mscale = 1.0, mscale_all_dim = 0.0;  // DeepSeek-V2's attention multipliers
   // longrope only: divisors of the base frequencies [rope_dim/2].
   std::vector<float> short_factor, long_factor;
 };

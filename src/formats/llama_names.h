@@ -32,6 +32,11 @@ inline const std::string kRopeScalingType = "rope.scaling.type";
 inline const std::string kRopeScalingFactor = "rope.scaling.factor";
 inline const std::string kRopeScalingOrigCtx = "rope.scaling.original_context_length";
 inline const std::string kRopeScalingAttnFactor = "rope.scaling.attn_factor";
+// YaRN: the ramp's rotation bounds, and DeepSeek-V2's attention multiplier
+// (the scale grows by (1 + log_mul * ln factor)^2).
+inline const std::string kRopeScalingYarnBetaFast = "rope.scaling.yarn_beta_fast";
+inline const std::string kRopeScalingYarnBetaSlow = "rope.scaling.yarn_beta_slow";
+inline const std::string kRopeScalingYarnLogMul = "rope.scaling.yarn_log_multiplier";
 inline const std::string kSlidingWindow = "attention.sliding_window";
 inline const std::string kAttnScale = "attention.scale";  // multiplies q·k (else 1/sqrt(head_dim))
 inline const std::string kAttnSoftcap = "attn_logit_softcapping";

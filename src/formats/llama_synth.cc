@@ -228,11 +228,11 @@ Result<ModelConfig> model_preset(std::string_view name) {
          .head_dim = 128, .ffn_dim = 6144, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
          .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768};
   } else if (name == "deepseek-v2-lite") {
-    // Its YaRN rope scaling aside (duet runs plain RoPE).
     s = {.arch = "deepseek2", .n_vocab = 102400, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16,
          .head_dim = 192, .ffn_dim = 10944, .ctx_len = 163840, .rope_dim = 64, .rms_eps = 1e-6f,
          .n_experts = 64, .n_experts_used = 6, .expert_ffn_dim = 1408, .expert_weights_norm = false,
          .shared_expert_ffn_dim = 2 * 1408, .n_dense_leading = 1, .kv_lora_rank = 512, .v_head_dim = 128};
+    s.yarn = {.factor = 40.0f, .orig_ctx = 4096, .log_mul = 0.0707f};  // its config's YaRN
   } else {
     return err("unknown model preset '", name, "' (", kPresets, ")");
   }

@@ -127,6 +127,29 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   return {};
 }
 
+// The rope.scaling keys of a YaRN file (llama.cpp's names).
+Status read_yarn(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  const auto key = [&](const std::string& s) { return n::key(arch, s); };
+  DUET_ASSIGN(const double factor, f.get_float(key(n::kRopeScalingFactor)));
+  if (!(factor >= 1.0 && factor <= 1024.0))
+    return err(f.path(), ": rope.scaling.factor ", factor, " out of range (1..1024)");
+  DUET_ASSIGN(const uint64_t orig, f.get_uint(key(n::kRopeScalingOrigCtx)));
+  if (orig < 1 || orig > (1u << 24))
+    return err(f.path(), ": ", key(n::kRopeScalingOrigCtx), " ", orig, " out of range (1..16M)");
+  DUET_ASSIGN(const double fast, f.get_float_or(key(n::kRopeScalingYarnBetaFast), 32.0));
+  DUET_ASSIGN(const double slow, f.get_float_or(key(n::kRopeScalingYarnBetaSlow), 1.0));
+  if (!(fast > slow && slow > 0.0))
+    return err(f.path(), ": YaRN needs beta_fast > beta_slow > 0 (got ", fast, ", ", slow, ")");
+  DUET_ASSIGN(const double log_mul, f.get_float_or(key(n::kRopeScalingYarnLogMul), 0.0));
+  if (!(log_mul >= 0.0 && log_mul < 10.0))
+    return err(f.path(), ": ", key(n::kRopeScalingYarnLogMul), " ", log_mul, " out of range (0..10)");
+  c.yarn = {static_cast<float>(factor), static_cast<int32_t>(orig), static_cast<float>(fast),
+            static_cast<float>(slow), static_cast<float>(log_mul)};
+  // Without DeepSeek's multiplier the rotated dims of q and k carry it.
+  if (arch != "deepseek2") c.rope_attn_factor = static_cast<float>(1.0 + 0.1 * std::log(factor));
+  return {};
+}
+
 }  // namespace
 
 const char* pooling_name(Pooling p) {
@@ -141,7 +164,10 @@ const char* pooling_name(Pooling p) {
 }
 
 float ModelConfig::attn_scale() const {
-  return query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float s = query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  if (yarn.factor <= 1.0f || yarn.log_mul <= 0.0f) return s;
+  const float m = 1.0f + yarn.log_mul * std::log(yarn.factor);
+  return s * m * m;
 }
 
 Result<ModelConfig> read_model_config(const GgufFile& f) {
@@ -197,8 +223,10 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
       if (!(factor >= 1.0 && factor <= 1024.0))
         return err(f.path(), ": rope.scaling.factor ", factor, " out of range (1..1024)");
       c.rope_linear_factor = static_cast<float>(factor);
+    } else if (type == "yarn") {
+      DUET_TRY(read_yarn(f, c.arch, c));
     } else if (type != "none") {
-      return err(f.path(), ": unsupported rope.scaling.type '", type, "' (supported: none, linear)");
+      return err(f.path(), ": unsupported rope.scaling.type '", type, "' (supported: none, linear, yarn)");
     }
   }
   DUET_ASSIGN(uint64_t window, f.get_uint_or(key(n::kSlidingWindow), 0));
@@ -252,6 +280,14 @@ void write_model_config(GgufWriter& w, const ModelConfig& c) {
   if (c.rope_linear_factor != 1.0f) {
     w.set(key(n::kRopeScalingType), GgufValue::of_string("linear"));
     w.set(key(n::kRopeScalingFactor), GgufValue::of_f32(c.rope_linear_factor));
+  }
+  if (c.yarn.factor > 0.0f) {
+    w.set(key(n::kRopeScalingType), GgufValue::of_string("yarn"));
+    w.set(key(n::kRopeScalingFactor), GgufValue::of_f32(c.yarn.factor));
+    w.set(key(n::kRopeScalingOrigCtx), u32(c.yarn.orig_ctx));
+    w.set(key(n::kRopeScalingYarnBetaFast), GgufValue::of_f32(c.yarn.beta_fast));
+    w.set(key(n::kRopeScalingYarnBetaSlow), GgufValue::of_f32(c.yarn.beta_slow));
+    if (c.yarn.log_mul > 0.0f) w.set(key(n::kRopeScalingYarnLogMul), GgufValue::of_f32(c.yarn.log_mul));
   }
   if (c.sliding_window > 0) w.set(key(n::kSlidingWindow), u32(c.sliding_window));
   if (c.rope_orig_ctx > 0) {

@@ -53,6 +53,18 @@ struct ModelConfig {
   // and k's rotated dims are multiplied by.
   int32_t rope_orig_ctx = 0;
   float rope_attn_factor = 1.0f;
+  // YaRN: each frequency blends its original (extrapolated) value and that
+  // value over the factor (interpolated), by a ramp over the dims set by
+  // the trained context and the beta bounds (rotations). Off at factor 0.
+  // DeepSeek-V2 scales attention by (1 + log_mul * ln factor)^2 instead
+  // of its rotated dims (rope_attn_factor); other models the reverse.
+  struct Yarn {
+    float factor = 0.0f;
+    int32_t orig_ctx = 0;
+    float beta_fast = 32.0f, beta_slow = 1.0f;
+    float log_mul = 0.0f;
+  };
+  Yarn yarn = {};
   float rms_eps = 1e-5f;
   int32_t sliding_window = 0;       // > 0: each token attends to the last this many
   // > 0 with a sliding window: layer l attends globally iff (l + 1) % period

@@ -14,6 +14,7 @@
 #include "core/memory_info.h"
 #include "model/moe.h"
 #include "model/packed_weights.h"
+#include "model/yarn_rope.h"
 #include "model/tensor_shard.h"
 #include "model/tp_step.h"
 
@@ -409,7 +410,8 @@ Status DecoderModel::bind_rope() {
       if (!(freq_divisors[i] > 0.0f))
         return err(file_.path(), ": ", n::kRopeFreqs, "[", i, "] = ", freq_divisors[i], " must be positive");
   }
-  inv_freq_ = rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, freq_divisors);
+  inv_freq_ = c.yarn.factor > 0.0f ? yarn_inv_freq(c.rope_dim, c.rope_base, c.yarn)
+                                   : rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, freq_divisors);
   if (c.rope_orig_ctx > 0) {
     for (auto [name, table] : {std::pair{&n::kRopeFactorsShort, &inv_freq_short_}, {&n::kRopeFactorsLong, &inv_freq_long_}}) {
       DUET_ASSIGN(const TensorView* t, require(file_, *name, half, 0));

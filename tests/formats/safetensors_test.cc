@@ -268,8 +268,24 @@ TEST(HfConfig, RejectsWhatItCannotRun) {
       {[] { json j = llama_config(); j.erase("hidden_size"); return j; }(), "missing \"hidden_size\""},
       {[] { json j = llama_config(); j["num_key_value_heads"] = 3; return j; }(), "not a multiple"},
       {[] { json j = llama_config(); j["hidden_size"] = "16"; return j; }(), "must be an integer"},
+      {[] { json j = llama_config(); j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4}}; return j; }(),
+       "'dynamic' is not supported"},
       {[] { json j = llama_config(); j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}}; return j; }(),
-       "'yarn' is not supported"},
+       "needs \"original_max_position_embeddings\""},
+      {[] {
+         json j = llama_config();
+         j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 64},
+                              {"mscale", 0.7}, {"mscale_all_dim", 0.5}};
+         return j;
+       }(),
+       "mscale_all_dim"},
+      {[] {
+         json j = llama_config();
+         j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 64},
+                              {"beta_fast", 1}, {"beta_slow", 32}};
+         return j;
+       }(),
+       "beta_fast > beta_slow"},
       {[] { json j = llama_config(); j["rope_scaling"] = {{"type", "linear"}}; return j; }(), "needs \"factor\""},
       {[] { json j = llama_config(); j["hidden_act"] = "gelu"; return j; }(), "hidden_act"},
       {[] { json j = llama_config(); j["head_dim"] = 7; return j; }(), "must be even"},

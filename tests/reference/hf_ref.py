@@ -175,21 +175,56 @@ def deepseek_moe_layer(cfg, l):
             and l % cfg.get("moe_layer_freq", 1) == 0)
 
 
+def yarn_mscale(factor, m):
+    return 0.1 * m * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def yarn_frequencies(inv, rs, dim, base):
+    """YaRN's blend of inverse frequencies [dim/2]: dims turning more than
+    beta_fast times over the original context keep their frequency, fewer
+    than beta_slow are divided by the factor, a linear ramp between."""
+    factor, orig = rs["factor"], rs["original_max_position_embeddings"]
+
+    def dim_turning(rotations):
+        return dim * math.log(orig / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(dim_turning(rs.get("beta_fast", 32))), 0)
+    high = min(math.ceil(dim_turning(rs.get("beta_slow", 1))), dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    return inv / factor * ramp + inv * (1 - ramp)
+
+
+def deepseek_yarn(cfg, rope, base, yarn=True):
+    """DeepSeek-V2's rotary frequencies [rope/2] and its two YaRN factors (on
+    cos/sin, and on the softmax scale), as transformers'
+    DeepseekV2YarnRotaryEmbedding and DeepseekV2Attention compute them."""
+    inv = 1.0 / base ** (torch.arange(0, rope, 2, dtype=torch.float64) / rope)
+    rs = cfg.get("rope_scaling")
+    if not yarn or not rs or rs.get("type", rs.get("rope_type")) != "yarn":
+        return inv, 1.0, 1.0
+    inv = yarn_frequencies(inv, rs, rope, base)
+    factor = rs["factor"]
+    m, m_all = rs.get("mscale", 1), rs.get("mscale_all_dim", 0)
+    return inv, yarn_mscale(factor, m) / yarn_mscale(factor, m_all), yarn_mscale(factor, m_all) ** 2
+
+
 def deepseek_v2_forward(cfg, weights, tokens, interleave=True, top_k=None, shared_expert=True,
-                        routed_scale=True):
+                        routed_scale=True, yarn=True):
     """DeepSeek-V2's logits [n, vocab] in float64; `interleave` False rotates
-    q_pe/k_pe by plain rotate-half (without DeepSeek's de-interleaving)."""
+    q_pe/k_pe by plain rotate-half (without DeepSeek's de-interleaving);
+    `yarn` False ignores a YaRN rope_scaling."""
     w = {k: v.to(torch.float64) for k, v in weights.items()}
     heads, nope, rope = cfg["num_attention_heads"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"]
     vd, kvl = cfg["v_head_dim"], cfg["kv_lora_rank"]
     eps = cfg.get("rms_norm_eps", 1e-6)
     silu = torch.nn.functional.silu
     n = len(tokens)
-    base = cfg.get("rope_theta", 10000.0)
-    inv = 1.0 / base ** (torch.arange(0, rope, 2, dtype=torch.float64) / rope)
+    inv, rope_mscale, score_mscale = deepseek_yarn(cfg, rope, cfg.get("rope_theta", 10000.0), yarn)
     freqs = torch.outer(torch.arange(n, dtype=torch.float64), inv)
-    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :]               # (n, 1, rope)
-    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :]
+    cos = torch.cat((freqs, freqs), -1).cos()[:, None, :] * rope_mscale  # (n, 1, rope)
+    sin = torch.cat((freqs, freqs), -1).sin()[:, None, :] * rope_mscale
 
     def rotate(x):                                                      # (n, h, rope)
         if interleave:
@@ -217,7 +252,7 @@ def deepseek_v2_forward(cfg, weights, tokens, interleave=True, top_k=None, share
         q_pe, k_pe = rotate(q_pe), rotate(k_pe)
         qs = torch.cat((q_nope, q_pe), -1)
         ks = torch.cat((k_nope, k_pe.expand(n, heads, rope)), -1)
-        scores = torch.einsum("qhd,khd->hqk", qs, ks) * (nope + rope) ** -0.5
+        scores = torch.einsum("qhd,khd->hqk", qs, ks) * (nope + rope) ** -0.5 * score_mscale
         scores = scores.masked_fill(~causal, float("-inf"))
         att = torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).reshape(n, heads * vd)
         x = x + att @ w[p + "o_proj.weight"].T
@@ -334,6 +369,8 @@ def rope_inv_freq(cfg, scaling=True, local=False, n=0):
     kind = rs.get("rope_type", rs.get("type"))
     if kind == "linear":
         return inv / rs["factor"]
+    if kind == "yarn":
+        return yarn_frequencies(inv, rs, rd, base)
     if kind == "longrope":
         orig = cfg["original_max_position_embeddings"]
         factors = rs["long_factor"] if n > orig else rs["short_factor"]
@@ -378,9 +415,14 @@ def layer_slides(cfg, l):
     return True
 
 
-def longrope_attention_factor(cfg):
+def rope_attention_factor(cfg):
+    """What cos and sin are multiplied by: LongRoPE's attention factor, or
+    YaRN's 1 + 0.1 ln factor (transformers' default)."""
     rs = cfg.get("rope_scaling") or {}
-    if rs.get("type", rs.get("rope_type")) != "longrope":
+    kind = rs.get("type", rs.get("rope_type"))
+    if kind == "yarn":
+        return 0.1 * math.log(rs["factor"]) + 1.0
+    if kind != "longrope":
         return 1.0
     if "attention_factor" in rs:
         return rs["attention_factor"]
@@ -392,7 +434,7 @@ def longrope_attention_factor(cfg):
 def rope_tables(cfg, n, scaling, local):
     pos = torch.arange(n, dtype=torch.float64)
     freqs = torch.outer(pos, rope_inv_freq(cfg, scaling, local, n))    # (n, rd/2)
-    m = longrope_attention_factor(cfg) if scaling else 1.0
+    m = rope_attention_factor(cfg) if scaling else 1.0
     cos = torch.cat((freqs, freqs), -1).cos()[:, None, :] * m          # (n, 1, rd)
     sin = torch.cat((freqs, freqs), -1).sin()[:, None, :] * m
     return cos, sin

@@ -146,6 +146,25 @@ CASES = [
                             topk_method="greedy", scoring_func="softmax", n_group=1, topk_group=1,
                             rms_norm_eps=1e-6, rope_scaling=None),
          control={"interleave": False, "top_k": 8, "routed_scale": False}),
+    # DeepSeek-V2-Lite's YaRN (factor 40 over an original context of 4096,
+    # mscale = mscale_all_dim = 0.707) scaled down: factor 8 over 16
+    # positions, a wider rope so the ramp spans dims, 48 positions.
+    # Qwen2.5's YaRN (factor 4 over 32k in the released configs) scaled
+    # down: factor 4 over 16 positions; cos and sin times 1 + 0.1 ln 4.
+    dict(name="qwen2-yarn", tok="qwen3", dtype=torch.float32, n=48,
+         config=base_config("Qwen2ForCausalLM", vocab_size=151936, rope_theta=1000.0,
+                            rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}),
+         control={"scaling": False}),
+    dict(name="deepseek2-yarn", tok="spm", dtype=torch.float32, n=48,
+         config=base_config("DeepseekV2ForCausalLM", vocab_size=32000, num_hidden_layers=2, num_key_value_heads=4,
+                            intermediate_size=96, q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16,
+                            qk_rope_head_dim=16, v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2,
+                            n_shared_experts=2, moe_intermediate_size=32, first_k_dense_replace=1,
+                            norm_topk_prob=False, routed_scaling_factor=1.0, rms_norm_eps=1e-6, rope_theta=100.0,
+                            rope_scaling={"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16,
+                                          "beta_fast": 32, "beta_slow": 1, "mscale": 0.707,
+                                          "mscale_all_dim": 0.707}),
+         control={"yarn": False}),
     # DeepSeek-V2 (full) style: q through its low-rank bottleneck, one
     # shared expert, experts renormalised (no scaling then), in BF16.
     dict(name="deepseek2-q-lora-bf16", tok="spm", dtype=torch.bfloat16, n=40, also_f32=True,
