@@ -179,7 +179,7 @@ nlohmann::json report_grammar_cost(const GrammarCost& c, const std::string& mode
   const Spread gm = spread(c.grammar_ms);
   const double share = gm.mean / f.mean;
   if (!json)
-    std::printf("grammar %s: ITL %.2f ± %.2f ms free, %.2f ± %.2f ms constrained, ratio %.3f ± %.3f; "
+    std::printf("grammar %s: ITL %.2f ± %.2f ms free, %.2f ± %.2f ms constrained, ratio %.3f ± %.3f (median %.3f); "
                 "grammar work %.3f ± %.3f ms/token = %.2f%% of free ITL (%d tokens, compiled in %.2f ms)\n",
                 model.c_str(), f.mean, f.stdev, g.mean, g.stdev, ratio.mean, ratio.stdev, median, gm.mean, gm.stdev,
                 100.0 * share, c.n_tokens.front(), compile_ms);
