@@ -18,6 +18,7 @@
 #include "cli/roofline_chart.h"
 #include "cli/target_model.h"
 #include "dist/communicator.h"
+#include "core/memory_info.h"
 #include "engine/engine.h"
 #include "kernels/roofline.h"
 #include "model/model.h"
@@ -204,6 +205,37 @@ EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvTyp
   return c;
 }
 
+// Resident memory after the runs (every weight touched) beside what it
+// should be: the weights once (mapped in place, or packed in place of their
+// file bytes) plus the KV cache, with nothing copied twice.
+nlohmann::json memory_report(const Model& m, const Engine& engine, bool no_mmap) {
+  size_t weights = 0;
+  for (const TensorView& t : m.file().tensors()) weights += t.nbytes;
+  const Model::WeightCopies copies = m.weight_copies();
+  // A --no-mmap copy keeps the bytes packing replaced; a mapping gives them back.
+  const size_t replaced = no_mmap ? 0 : copies.file_bytes_replaced;
+  const size_t kv = engine.cache().bytes_total();
+  const double expected = static_cast<double>(weights - replaced + copies.bytes + kv);
+  const ResidentMemory rss = resident_memory();
+  return {{"weight_bytes", weights},      {"packed_bytes", copies.bytes},
+          {"packed_replaced_bytes", replaced}, {"kv_bytes", kv},
+          {"expected_bytes", expected},   {"rss_bytes", rss.total},
+          {"rss_anon_bytes", rss.anon},   {"rss_file_bytes", rss.file},
+          {"rss_over_expected", expected > 0 ? static_cast<double>(rss.total) / expected : 0.0}};
+}
+
+std::string memory_line(const std::string& name, const nlohmann::json& j) {
+  const auto mib = [&](const char* key) { return j[key].get<double>() / (1 << 20); };
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "memory %s: resident %.0f MiB (file-backed %.0f, anonymous %.0f) = %.2fx the %.0f MiB expected "
+                "(weights %.0f, of which %.0f replaced by %.0f packed; KV %.0f)\n",
+                name.c_str(), mib("rss_bytes"), mib("rss_file_bytes"), mib("rss_anon_bytes"),
+                j["rss_over_expected"].get<double>(), mib("expected_bytes"), mib("weight_bytes"),
+                mib("packed_replaced_bytes"), mib("packed_bytes"), mib("kv_bytes"));
+  return line;
+}
+
 Roofline mean_roofline(const std::vector<Roofline>& roofs) {
   Roofline r;
   for (const Roofline& x : roofs) {
@@ -232,6 +264,7 @@ int run(const BenchOptions& o) {
     return fail(err("under mpirun, bench takes one model (-m) and one thread count (-t)"));
   nlohmann::json all = nlohmann::json::array();
   std::vector<Chart> charts;  // one roofline per thread count
+  std::string memory_lines;   // under the table
   if (!o.json && world().leads()) {
     std::printf("| model | type | threads | test | t/s | achieved | ceiling | %% of ceiling | bound |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
@@ -255,6 +288,8 @@ int run(const BenchOptions& o) {
       ThreadPool& pool = engine.threads();
       pool_threads = pool.size();
       const std::vector<PhaseResult> phases = bench_model(engine, o);
+      const nlohmann::json memory = memory_report(m, engine, o.no_mmap);
+      memory_lines += memory_line(m.config().name, memory);
       std::optional<GrammarCost> grammar_cost_of;
       if (*grammar) {
         auto cost = grammar_cost(engine, o, *grammar);
@@ -286,7 +321,8 @@ int run(const BenchOptions& o) {
         nlohmann::json j = {{"model", path}, {"name", m.config().name}, {"type", dtype_name(wtype)},
                             {"threads", pool.size()}, {"test", p.test}, {"n_tokens", p.n},
                             {"tok_s", s.mean}, {"tok_s_stdev", s.stdev}, {"samples_tok_s", p.tps},
-                            {"achieved", achieved}, {"unit", unit}, {"kv_type", o.kv_type}};
+                            {"achieved", achieved}, {"unit", unit}, {"kv_type", o.kv_type},
+                            {"memory", memory}};
         if (o.roofline) {
           nlohmann::json roofs = nlohmann::json::array();
           for (const Roofline& r : p.roofs)
@@ -323,6 +359,7 @@ int run(const BenchOptions& o) {
                                       points));
   }
   if (o.json) std::printf("%s\n", all.dump(2).c_str());
+  else if (world().leads()) std::printf("\n%s", memory_lines.c_str());
   if (!o.svg.empty()) {
     if (auto st = write_svg(o.svg, charts); !st) return fail(st.error());
     if (!o.json) std::printf("roofline: %s\n", o.svg.c_str());

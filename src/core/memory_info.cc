@@ -78,4 +78,25 @@ uint64_t cgroup_headroom() {
 
 uint64_t available_memory_bytes() { return std::min(mem_available(), cgroup_headroom()); }
 
+ResidentMemory parse_resident_memory(std::istream& status) {
+  ResidentMemory r;
+  std::string line;
+  while (std::getline(status, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kib = 0;
+    if (!(fields >> key >> kib)) continue;
+    if (key == "VmRSS:") r.total = kib * 1024;
+    else if (key == "RssAnon:") r.anon = kib * 1024;
+    else if (key == "RssFile:") r.file = kib * 1024;
+    else if (key == "RssShmem:") r.shmem = kib * 1024;
+  }
+  return r;
+}
+
+ResidentMemory resident_memory() {
+  std::ifstream in("/proc/self/status");
+  return parse_resident_memory(in);
+}
+
 }  // namespace duet

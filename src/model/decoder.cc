@@ -114,6 +114,7 @@ class DecoderModel final : public Model {
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
+  WeightCopies weight_copies() const override { return {packed_.bytes(), packed_.source_bytes()}; }
   std::string load_notes() const override { return notes_.empty() ? shards_.notes() : notes_; }
   void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
   void mm(const TensorView& w, const float* x, int32_t m, float* y, ThreadPool& pool) {

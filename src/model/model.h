@@ -76,6 +76,15 @@ class Model {
   // another thread runs forward.
   virtual std::vector<uint64_t> expert_token_counts() const { return {}; }
 
+  // Weights duet copied at load (packed matrices), and the file bytes those
+  // copies stand for: resident after load should be the file less the
+  // second plus the first, plus the KV cache (`duet bench` sets the measured
+  // figure beside it).
+  struct WeightCopies {
+    size_t bytes = 0, file_bytes_replaced = 0;
+  };
+  virtual WeightCopies weight_copies() const { return {}; }
+
   // What loading chose that a user should know (e.g. weights left in the
   // mapped file for want of memory); empty when nothing.
   virtual std::string load_notes() const { return {}; }

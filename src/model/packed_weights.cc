@@ -34,27 +34,40 @@ void run_jobs(const std::vector<PackJob>& jobs) {
 }  // namespace
 
 Status PackedWeights::pack(std::span<const TensorView** const> slots) {
-  std::map<const TensorView*, const TensorView*> packed;  // source -> copy
-  std::vector<PackJob> jobs;
+  // One buffer for the whole call: a buffer each would round every matrix up
+  // to whole 2 MiB huge pages, which on small models cost more than the
+  // weights themselves (stories110M: 197 MiB resident for 111 MiB packed).
+  std::map<const TensorView*, size_t> offsets;  // source -> where its copy goes
+  std::vector<const TensorView*> sources;
+  size_t total = 0;
   for (const TensorView** slot : slots) {
     const TensorView& w = **slot;
-    if (!packable(w)) continue;
-    if (auto it = packed.find(&w); it != packed.end()) {
-      *slot = it->second;
-      continue;
-    }
-    auto e = std::make_unique<Entry>();
-    DUET_ASSIGN(e->buffer, HugeBuffer::allocate(packed_bytes(w), w.name));
-    e->view = w;
-    e->view.data = e->buffer.data();
-    e->view.packed = true;
-    for (int64_t g = 0, n = w.rows() / kPackRows; g < n; g += kGroupsPerJob)
-      jobs.push_back({&w, e->buffer.data(), g, std::min(n, g + kGroupsPerJob)});
-    packed[&w] = *slot = &e->view;
-    entries_.push_back(std::move(e));
+    if (!packable(w) || offsets.contains(&w)) continue;
+    offsets[&w] = total;
+    sources.push_back(&w);
+    total += (packed_bytes(w) + kAlign - 1) / kAlign * kAlign;
   }
+  if (sources.empty()) return {};
+  auto block = std::make_unique<Block>();
+  DUET_ASSIGN(block->buffer, HugeBuffer::allocate(total, "packed weights"));
+  std::map<const TensorView*, const TensorView*> packed;  // source -> copy
+  std::vector<PackJob> jobs;
+  for (const TensorView* w : sources) {
+    uint8_t* to = block->buffer.data() + offsets[w];
+    TensorView& view = block->views.emplace_back(*w);
+    view.data = to;
+    view.packed = true;
+    for (int64_t g = 0, n = w->rows() / kPackRows; g < n; g += kGroupsPerJob)
+      jobs.push_back({w, to, g, std::min(n, g + kGroupsPerJob)});
+    packed[w] = &view;
+    bytes_ += packed_bytes(*w);
+    source_bytes_ += w->nbytes;
+  }
+  for (const TensorView** slot : slots)
+    if (auto it = packed.find(*slot); it != packed.end()) *slot = it->second;
   run_jobs(jobs);
-  for (const auto& e : entries_) DUET_TRY(e->buffer.seal());
+  DUET_TRY(block->buffer.seal());
+  blocks_.push_back(std::move(block));
   return {};
 }
 

@@ -4,6 +4,7 @@
 // mapped in place.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -22,12 +23,21 @@ class PackedWeights {
   // out (zeroing) fresh pages, which threads do in parallel.
   Status pack(std::span<const TensorView** const> slots);
 
+  // Bytes of the packed copies, and of the file tensors they stand for
+  // (whose mapped pages loading gives back).
+  size_t bytes() const { return bytes_; }
+  size_t source_bytes() const { return source_bytes_; }
+
  private:
-  struct Entry {
-    TensorView view;
+  // Each pack() call's copies, in one buffer; the views point into it (a
+  // deque, so they stay put as views are added).
+  struct Block {
     HugeBuffer buffer;
+    std::deque<TensorView> views;
   };
-  std::vector<std::unique_ptr<Entry>> entries_;
+  static constexpr size_t kAlign = 4096;  // each copy starts on a page
+  std::vector<std::unique_ptr<Block>> blocks_;
+  size_t bytes_ = 0, source_bytes_ = 0;
 };
 
 }  // namespace duet

@@ -5,7 +5,7 @@ namespace duet::server {
 ChatFormat chat_format_for_template(std::string_view source) {
   ChatFormat f;
   const auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
-  if (has("[TOOL_CALLS]")) f.tools = ToolCallStyle::kMistral;
+  if (has("[TOOL_CALLS]")) f.tools = has("[ARGS]") ? ToolCallStyle::kMistralArgs : ToolCallStyle::kMistral;
   else if (has("<tool_call>")) f.tools = ToolCallStyle::kHermes;
   else if (has("<|python_tag|>") || (has("<|start_header_id|>") && has("\"parameters\"")))
     f.tools = ToolCallStyle::kLlama3;
@@ -31,6 +31,7 @@ std::string_view tool_call_style_name(ToolCallStyle s) {
     case ToolCallStyle::kHermes: return "hermes";
     case ToolCallStyle::kLlama3: return "llama3";
     case ToolCallStyle::kMistral: return "mistral";
+    case ToolCallStyle::kMistralArgs: return "mistral-args";
   }
   return "?";
 }

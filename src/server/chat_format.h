@@ -15,8 +15,12 @@ enum class ToolCallStyle {
   // Llama 3.x: the whole reply is {"name": .., "parameters": {..}} (several
   // separated by ';'), optionally after <|python_tag|>.
   kLlama3,
-  // Mistral: [TOOL_CALLS][{"name": .., "arguments": {..}}, ...] to the end.
+  // Mistral (older templates): [TOOL_CALLS][{"name": .., "arguments": {..}}, ...] to the end.
   kMistral,
+  // Mistral v11+ (Magistral, Devstral, Mistral Small 3.2): [TOOL_CALLS]name[ARGS]{..},
+  // the marker before each call. The output parser reads both Mistral forms
+  // whichever the template writes; the style decides the forced form.
+  kMistralArgs,
 };
 
 struct ChatFormat {
@@ -29,7 +33,8 @@ struct ChatFormat {
 };
 
 // The format a template's source implies: the tool-call markers it writes
-// for assistant turns, and <think> markers when it mentions them. A
+// for assistant turns (a Mistral template that writes [ARGS] uses the newer
+// form), and <think> markers when it mentions them. A
 // template with neither gets Hermes-style calls (duet describes the tools
 // in that style when the template cannot, see chat_prompt.h).
 ChatFormat chat_format_for_template(std::string_view template_source);

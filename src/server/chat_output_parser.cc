@@ -122,7 +122,8 @@ std::vector<std::string_view> ChatOutputParser::tool_markers() const {
   if (!parse_tools_) return {};
   switch (format_.tools) {
     case ToolCallStyle::kHermes: return {kHermesOpen};
-    case ToolCallStyle::kMistral: return {kMistralOpen};
+    case ToolCallStyle::kMistral:
+    case ToolCallStyle::kMistralArgs: return {kMistralOpen};
     case ToolCallStyle::kLlama3: return {kPythonTag};
   }
   return {};
@@ -151,6 +152,42 @@ void ChatOutputParser::emit_calls_or_content(bool parsed, std::vector<ToolCall> 
   }
 }
 
+void ChatOutputParser::emit_arguments(std::string text, std::vector<ChatDelta>& out) {
+  if (text.empty() || message_.tool_calls.empty()) return;
+  message_.tool_calls.back().arguments += text;
+  ChatDelta d;
+  d.kind = ChatDelta::kToolCallArguments;
+  d.index = static_cast<int>(message_.tool_calls.size()) - 1;
+  d.text = std::move(text);
+  out.push_back(std::move(d));
+}
+
+bool ChatOutputParser::take_call_event(CallObjectReader::Event& e, std::vector<ChatDelta>& out) {
+  switch (e.kind) {
+    case CallObjectReader::Event::kHead:
+      emit_calls_or_content(true, {ToolCall{"", std::move(e.text), ""}}, "", out);
+      return true;
+    case CallObjectReader::Event::kArguments: emit_arguments(std::move(e.text), out); return true;
+    case CallObjectReader::Event::kWhole: {
+      ToolCall call;
+      if (!parse_hermes_call(e.text, call)) return false;
+      emit_calls_or_content(true, {call}, "", out);
+      return true;
+    }
+  }
+  return false;
+}
+
+void ChatOutputParser::enter_calls(Mode mode) {
+  mode_ = mode;
+  call_.reset();
+  read_ = 0;
+  searched_ = 0;
+  head_failed_ = false;
+  calls_text_.clear();
+  reported_any_ = false;
+}
+
 std::vector<ChatDelta> ChatOutputParser::feed(std::string_view text) {
   pending_.append(text);
   std::vector<ChatDelta> out;
@@ -166,7 +203,15 @@ bool ChatOutputParser::step(std::vector<ChatDelta>& out) {
     case Mode::kReasoning: return step_reasoning(out);
     case Mode::kContent: return step_content(out);
     case Mode::kToolBlock: return step_tool_block(out);
-    case Mode::kToolTail: return false;  // the rest of the output is the calls
+    case Mode::kMistralCalls: return step_mistral_calls();
+    case Mode::kMistralHead: return step_mistral_head(out);
+    case Mode::kJsonCalls: return step_json_calls(out);
+    case Mode::kCallArguments: return step_call_arguments(out);
+    case Mode::kCallEnd: return step_call_end();
+    case Mode::kTextTail:
+      emit_text(ChatDelta::kContent, std::move(pending_), out);
+      pending_.clear();
+      return false;
     case Mode::kForcedCalls: step_forced(out); return false;
   }
   return false;
@@ -188,7 +233,7 @@ bool ChatOutputParser::step_start(std::vector<ChatDelta>& out) {
   if (parse_tools_ && format_.tools == ToolCallStyle::kLlama3 && rest[0] == '{') {
     tail_open_ = pending_.substr(0, skipped);
     pending_.erase(0, skipped);
-    mode_ = forced_ ? Mode::kForcedCalls : Mode::kToolTail;
+    enter_calls(forced_ ? Mode::kForcedCalls : Mode::kJsonCalls);
     return true;
   }
   // Whitespace after a reasoning block only separates it from the reply.
@@ -228,7 +273,10 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
     // Kept for a call that turns out malformed: then it is content again.
     tail_open_ = std::string(before.substr(text_end)) + std::string(marker);
     pending_.erase(0, at + marker.size());
-    mode_ = forced_ ? Mode::kForcedCalls : marker == kHermesOpen ? Mode::kToolBlock : Mode::kToolTail;
+    if (forced_ && format_.tools != ToolCallStyle::kMistralArgs) enter_calls(Mode::kForcedCalls);
+    else if (marker == kHermesOpen) enter_calls(Mode::kToolBlock);
+    else if (marker == kMistralOpen) enter_calls(Mode::kMistralCalls);
+    else enter_calls(Mode::kJsonCalls);
     return true;
   }
   size_t keep = 0;
@@ -241,10 +289,14 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
   return false;
 }
 
+// A Hermes block: its call streams once its head is read; one whose head
+// does not read in order (or any, once the output has ended) is decided
+// whole at the closing marker, as content if it does not parse.
 bool ChatOutputParser::step_tool_block(std::vector<ChatDelta>& out) {
   // Searched from where the last search could not have missed a match, so
   // a long call costs linear time, not a rescan per token.
   const size_t close = pending_.find(kHermesClose, searched_);
+  if (!whole() && stream_hermes_call(close, out)) return true;
   if (close == std::string::npos) {
     searched_ = pending_.size() >= kHermesClose.size() ? pending_.size() - kHermesClose.size() + 1 : 0;
     return false;
@@ -259,34 +311,195 @@ bool ChatOutputParser::step_tool_block(std::vector<ChatDelta>& out) {
   return true;
 }
 
+// Reads the block's call object up to `close` (where the block's closing
+// marker is, if it came); true once its head is read and reported.
+bool ChatOutputParser::stream_hermes_call(size_t close, std::vector<ChatDelta>& out) {
+  if (head_failed_) return false;
+  const size_t end = close == std::string::npos ? pending_.size() : close;
+  if (!call_) {
+    size_t i = 0;
+    while (i < end && is_space(pending_[i])) ++i;
+    if (i == end) return false;
+    if (pending_[i] != '{') {
+      head_failed_ = true;
+      return false;
+    }
+    call_.emplace(CallObjectReader::Shape::kCall, /*minify=*/!forced_);
+    read_ = i;
+  }
+  if (read_ > end) {
+    // The closing marker came within what was read as a head (a name
+    // holding it): the block is decided whole.
+    head_failed_ = true;
+    call_.reset();
+    return false;
+  }
+  std::vector<CallObjectReader::Event> events;
+  read_ += call_->feed(std::string_view(pending_).substr(read_, end - read_), events);
+  if (!call_->reported_head()) {
+    if (!call_->reading_head()) {
+      head_failed_ = true;
+      call_.reset();
+    }
+    return false;
+  }
+  pending_.erase(0, read_);
+  read_ = 0;
+  for (CallObjectReader::Event& e : events) take_call_event(e, out);
+  after_call_ = Mode::kCallEnd;
+  mode_ = Mode::kCallArguments;
+  return true;
+}
+
+// A reported call's arguments, read to their end.
+bool ChatOutputParser::step_call_arguments(std::vector<ChatDelta>& out) {
+  if (!call_->done()) {
+    std::vector<CallObjectReader::Event> events;
+    pending_.erase(0, call_->feed(pending_, events));
+    for (CallObjectReader::Event& e : events) take_call_event(e, out);
+    if (!call_->done()) return false;
+  }
+  call_.reset();
+  mode_ = after_call_;
+  return true;
+}
+
+// After a streamed Hermes call's object: whitespace and the closing marker.
+// Anything else is the reply's text again.
+bool ChatOutputParser::step_call_end() {
+  size_t i = 0;
+  while (i < pending_.size() && is_space(pending_[i])) ++i;
+  pending_.erase(0, i);
+  if (pending_.starts_with(kHermesClose)) {
+    pending_.erase(0, kHermesClose.size());
+  } else if (kHermesClose.starts_with(pending_)) {
+    return false;
+  }
+  mode_ = Mode::kContent;
+  return true;
+}
+
+// After [TOOL_CALLS]: a JSON list (or object) of calls, or name[ARGS]{...}.
+bool ChatOutputParser::step_mistral_calls() {
+  const std::string_view rest = trim(pending_);
+  if (rest.empty()) return false;
+  mode_ = rest[0] == '[' || rest[0] == '{' ? Mode::kJsonCalls : Mode::kMistralHead;
+  return true;
+}
+
+bool ChatOutputParser::step_mistral_head(std::vector<ChatDelta>& out) {
+  if (whole()) return mistral_call_whole(out);
+  std::string name;
+  size_t len = 0;
+  const HeadMatch m = read_mistral_head(pending_, name, len);
+  if (m == HeadMatch::kMore) return false;
+  if (m == HeadMatch::kNo) {
+    // Not a call: the marker is text, and what follows is read again as the reply's.
+    emit_text(ChatDelta::kContent, std::move(tail_open_), out);
+    tail_open_.clear();
+    mode_ = Mode::kContent;
+    return true;
+  }
+  pending_.erase(0, len);
+  emit_calls_or_content(true, {ToolCall{"", std::move(name), ""}}, "", out);
+  call_.emplace(CallObjectReader::Shape::kArguments, /*minify=*/!forced_);
+  after_call_ = Mode::kContent;
+  mode_ = Mode::kCallArguments;
+  return true;
+}
+
+// The output has ended: name[ARGS]{...} parsed whole, or the marker is text.
+bool ChatOutputParser::mistral_call_whole(std::vector<ChatDelta>& out) {
+  std::string name;
+  size_t len = 0, end = std::string::npos;
+  Json args;
+  if (read_mistral_head(pending_, name, len) == HeadMatch::kDone) {
+    end = json_value_end(std::string_view(pending_).substr(len));
+    if (end != std::string::npos && !(parse_bounded(pending_.substr(len, end), args) && args.is_object()))
+      end = std::string::npos;
+  }
+  mode_ = Mode::kContent;
+  if (end == std::string::npos) {
+    emit_text(ChatDelta::kContent, std::move(tail_open_), out);
+    tail_open_.clear();
+    return true;
+  }
+  emit_calls_or_content(true, {ToolCall{"", std::move(name), args.dump()}}, "", out);
+  pending_.erase(0, len + end);
+  return true;
+}
+
+// Llama 3 and older Mistral calls: JSON call objects to the end of the
+// output, between brackets, commas, semicolons and whitespace. Each streams
+// as it is read; text that is no call makes the rest content.
+bool ChatOutputParser::step_json_calls(std::vector<ChatDelta>& out) {
+  if (whole() && !reported_any_) return false;  // parsed whole at finish()
+  if (!call_) {
+    size_t i = 0;
+    while (i < pending_.size() && (is_space(pending_[i]) || std::string_view("[],;").find(pending_[i]) != std::string_view::npos))
+      ++i;
+    calls_text_.append(pending_, 0, i);
+    pending_.erase(0, i);
+    if (pending_.empty()) return false;
+    if (pending_[0] != '{') {
+      json_calls_failed(out);
+      return true;
+    }
+    call_.emplace(CallObjectReader::Shape::kCall, /*minify=*/!forced_);
+  }
+  std::vector<CallObjectReader::Event> events;
+  const size_t n = call_->feed(pending_, events);
+  calls_text_.append(pending_, 0, n);
+  pending_.erase(0, n);
+  for (CallObjectReader::Event& e : events) {
+    if (!take_call_event(e, out)) {
+      json_calls_failed(out);
+      return true;
+    }
+  }
+  if (call_->reported_head() || call_->done()) {
+    reported_any_ = true;
+    calls_text_.clear();
+  }
+  if (call_->done()) {
+    call_.reset();
+  } else if (call_->reported_head()) {
+    after_call_ = Mode::kJsonCalls;
+    mode_ = Mode::kCallArguments;
+  }
+  return true;
+}
+
+// Not calls after all: what was read since the last call (from the marker
+// when there was none) is content, and so is the rest of the output.
+void ChatOutputParser::json_calls_failed(std::vector<ChatDelta>& out) {
+  emit_text(ChatDelta::kContent, (reported_any_ ? std::string() : tail_open_) + calls_text_, out);
+  calls_text_.clear();
+  call_.reset();
+  mode_ = Mode::kTextTail;
+}
+
+// The JSON calls of an output that ended before any was reported, parsed
+// whole: all calls, or all content.
+void ChatOutputParser::finish_json_calls(const std::string& rest, std::vector<ChatDelta>& out) {
+  std::vector<ToolCall> calls;
+  std::string_view body = rest;
+  if (body.starts_with(kPythonTag)) body.remove_prefix(kPythonTag.size());
+  const bool ok = parse_json_calls(body, calls);
+  emit_calls_or_content(ok, std::move(calls), tail_open_ + rest, out);
+}
+
 void ChatOutputParser::step_forced(std::vector<ChatDelta>& out) {
   std::vector<ForcedCallStream::Event> events;
   forced_calls_.feed(pending_, events);
   pending_.clear();
-  take_forced(events, out);
+  for (ForcedCallStream::Event& e : events)
+    if (!take_call_event(e, out)) emit_text(ChatDelta::kContent, std::move(e.text), out);
 }
 
-void ChatOutputParser::take_forced(std::vector<ForcedCallStream::Event>& events, std::vector<ChatDelta>& out) {
-  for (ForcedCallStream::Event& e : events) {
-    if (e.kind == ForcedCallStream::Event::kWhole) {
-      ToolCall call;
-      const bool ok = parse_hermes_call(e.text, call);
-      emit_calls_or_content(ok, {call}, e.text, out);
-    } else if (e.kind == ForcedCallStream::Event::kHead) {
-      emit_calls_or_content(true, {ToolCall{"", std::move(e.text), ""}}, "", out);
-    } else if (!message_.tool_calls.empty()) {
-      message_.tool_calls.back().arguments += e.text;
-      ChatDelta d;
-      d.kind = ChatDelta::kToolCallArguments;
-      d.index = static_cast<int>(message_.tool_calls.size()) - 1;
-      d.text = std::move(e.text);
-      out.push_back(std::move(d));
-    }
-  }
-}
-
-std::vector<ChatDelta> ChatOutputParser::finish() {
-  std::vector<ChatDelta> out;
+std::vector<ChatDelta> ChatOutputParser::finish(std::string_view text) {
+  ended_ = true;
+  std::vector<ChatDelta> out = feed(text);
   const std::string rest = std::move(pending_);
   pending_.clear();
   switch (mode_) {
@@ -298,14 +511,16 @@ std::vector<ChatDelta> ChatOutputParser::finish() {
       emit_calls_or_content(ok, {call}, tail_open_ + rest, out);
       break;
     }
-    case Mode::kToolTail: {
-      std::vector<ToolCall> calls;
-      std::string_view body = rest;
-      if (body.starts_with(kPythonTag)) body.remove_prefix(kPythonTag.size());
-      const bool ok = parse_json_calls(body, calls);
-      emit_calls_or_content(ok, std::move(calls), tail_open_ + rest, out);
+    case Mode::kMistralCalls:
+    case Mode::kJsonCalls:
+      if (!reported_any_) finish_json_calls(calls_text_ + rest, out);
+      // A call cut before its arguments began is no call.
+      else if (call_) emit_text(ChatDelta::kContent, call_->unreported(), out);
       break;
-    }
+    case Mode::kMistralHead: emit_text(ChatDelta::kContent, tail_open_ + rest, out); break;
+    case Mode::kCallArguments:  // cut short: the arguments as far as they came
+    case Mode::kCallEnd: break;
+    case Mode::kTextTail: emit_text(ChatDelta::kContent, rest, out); break;
     case Mode::kForcedCalls:
       // A call cut before its arguments began is no call.
       emit_text(ChatDelta::kContent, forced_calls_.finish(), out);
@@ -319,6 +534,7 @@ std::vector<ChatDelta> ChatOutputParser::finish() {
       if (!(message_.tool_calls.size() > 0 && all_space(rest))) emit_text(ChatDelta::kContent, rest, out);
       break;
   }
+  call_.reset();
   mode_ = Mode::kContent;
   return out;
 }

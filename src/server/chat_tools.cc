@@ -169,6 +169,8 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ChatTools& tools,
                                                          std::string_view prefix) {
   const std::string args_key = style == ToolCallStyle::kLlama3 ? "parameters" : "arguments";
   Json any_of = Json::array();
+  Json defs = Json::object();
+  std::string named_calls;  // kMistralArgs: "name[ARGS]" rule | ...
   for (size_t i = 0; i < tools.tools.size(); ++i) {
     const Json& t = tools.tools[i];
     const std::string name = t["function"]["name"].get<std::string>();
@@ -180,9 +182,22 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ChatTools& tools,
       e.code = "tools";
       return e;
     }
+    if (style == ToolCallStyle::kMistralArgs) {
+      // Each tool's parameters under $defs, so that the rule compiled from
+      // them is named after its key, and the name can go before it.
+      const std::string key = "duet-args-" + std::to_string(defs.size());
+      Json params = parameters_of(t);
+      rebase_refs(params, "/$defs/" + key);
+      defs[key] = std::move(params);
+      any_of.push_back({{"$ref", "#/$defs/" + key}});
+      named_calls += (named_calls.empty() ? "" : " | ") + gbnf_literal(name + "[ARGS]") + " " + key;
+      continue;
+    }
     any_of.push_back(call_schema(t, args_key, "/anyOf/" + std::to_string(any_of.size())));
   }
-  DUET_ASSIGN(std::string call, json_schema_to_gbnf(Json{{"anyOf", std::move(any_of)}}.dump()));
+  Json schema = {{"anyOf", std::move(any_of)}};
+  if (!defs.empty()) schema["$defs"] = std::move(defs);
+  DUET_ASSIGN(std::string call, json_schema_to_gbnf(schema.dump()));
   // The schema's root becomes one call; '_' is never in its generated names.
   call.replace(0, std::string_view("root").size(), "tool_call_json");
   // With parallel calls, up to kMaxParallelCalls of them.
@@ -198,6 +213,18 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ChatTools& tools,
     case ToolCallStyle::kLlama3: root = "root ::= tool_call_json" + more(R"("; ")", "tool_call_json") + "\n"; break;
     case ToolCallStyle::kMistral:
       root = "root ::= \"[TOOL_CALLS][\" tool_call_json" + more(R"(", ")", "tool_call_json") + " \"]\"\n";
+      break;
+    case ToolCallStyle::kMistralArgs:
+      for (size_t i = 0; i < schema["$defs"].size(); ++i) {
+        const std::string rule = "\nduet-args-" + std::to_string(i);
+        // A rule of the tools' own that took the name first would be a wrong grammar, not a call.
+        if (call.find(rule + " ::= ") == std::string::npos || call.find(rule + "-2 ::= ") != std::string::npos) {
+          Error e = err("the tools' parameters schemas define a name duet uses ('duet-args-", i, "')");
+          e.code = "tools";
+          return e;
+        }
+      }
+      root = "root ::= one_call" + more("", "one_call") + "\none_call ::= \"[TOOL_CALLS]\" (" + named_calls + ")\n";
       break;
   }
   if (!prefix.empty()) root.insert(std::string_view("root ::= ").size(), gbnf_literal(prefix) + " ");

@@ -67,13 +67,31 @@ void HttpConnection::on_deadline() {
   refuse(408, in_body_ ? "the request body was not sent in time" : "the request head was not sent in time");
 }
 
+// One read is pending at a time, in both phases: while a request is being
+// handled it watches for the client going away, so a request waiting in the
+// queue or still prefilling is cancelled then, not at its first write.
 void HttpConnection::read_more() {
+  if (read_pending_) return;
+  read_pending_ = true;
   socket_.async_read_some(asio::buffer(buf_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+    self->read_pending_ = false;
+    if (self->phase_ == Phase::kHandling) return self->on_read_while_handling(ec, n);
     if (self->phase_ != Phase::kReading) return;
     if (ec) return self->close();
     self->in_.append(self->buf_.data(), n);
     self->advance();
   });
+}
+
+// End of input (or an error) while a response is in progress means the
+// client is gone: HTTP clients do not half-close, and uvicorn (vLLM) and
+// llama.cpp's server take it the same way. Bytes that arrive are a
+// pipelined request, kept for after the response; past the head limit the
+// watch stops and the kernel's buffer pushes back.
+void HttpConnection::on_read_while_handling(const asio::error_code& ec, size_t n) {
+  if (ec) return close();
+  in_.append(buf_.data(), n);
+  if (in_.size() < server_.limits_.max_header_bytes) read_more();
 }
 
 void HttpConnection::advance() {
@@ -97,6 +115,7 @@ void HttpConnection::dispatch() {
   parser_.request().remote_address = address_;
   server_.handler_started();
   asio::post(server_.workers_, [self = shared_from_this()] { self->serve(self->parser_.request()); });
+  read_more();
 }
 
 void HttpConnection::serve(const HttpRequest& req) {

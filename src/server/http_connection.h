@@ -37,6 +37,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   enum class Phase { kReading, kHandling, kClosing, kClosed };
 
   void read_more();
+  void on_read_while_handling(const asio::error_code& ec, size_t n);
   void advance();
   void arm_deadline(int32_t ms);
   void on_deadline();
@@ -60,6 +61,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::array<char, 8192> buf_;
   Phase phase_ = Phase::kReading;
   bool in_body_ = false;        // the body deadline is armed
+  bool read_pending_ = false;   // an async read is outstanding (at most one)
   std::atomic<bool> gone_{false};  // closed: a worker's provider should stop
 };
 

@@ -102,8 +102,7 @@ json finish_json(FinishReason r) {
 json whole_choice(const ResponseShape& shape, const std::string& text, FinishReason reason, json logprobs) {
   json choice = {{"index", shape.index}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish_json(reason)}};
   if (shape.chat && shape.parser) {
-    shape.parser->feed(text);
-    shape.parser->finish();
+    shape.parser->finish(text);  // knowing nothing follows: calls are parsed whole
     const ParsedMessage& m = shape.parser->message();
     choice["message"] = chat_message_json(m);
     const char* r = chat_finish_reason(m, reason);
@@ -165,9 +164,8 @@ std::vector<json> stream_chunks(const ResponseShape& shape, const std::string& t
     if (finish != FinishReason::kNone) out.push_back(stream_chunk(shape, "", false, finish, nullptr));
     return out;
   }
-  std::vector<ChatDelta> deltas = shape.parser->feed(text);
-  if (finish != FinishReason::kNone)
-    for (ChatDelta& d : shape.parser->finish()) deltas.push_back(std::move(d));
+  std::vector<ChatDelta> deltas =
+      finish == FinishReason::kNone ? shape.parser->feed(text) : shape.parser->finish(text);
   std::vector<json> delta_json = chat_delta_json(deltas);
   // Logprobs ride on the first chunk; text held back still reports them.
   if (delta_json.empty() && !logprobs.is_null()) delta_json.push_back({{"content", ""}});

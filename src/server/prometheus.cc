@@ -122,6 +122,10 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
          static_cast<double>(m.prefix_hit_tokens));
   metric(out, "duet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / queries (tokens)", m.prefix_hit_rate());
   pool_metrics(out, "duet_kv_blocks", "KV", m.kv);
+  // The one number a load-aware router compares across replicas (vLLM's
+  // gpu_cache_usage_perc): cached blocks count as free, being reclaimable.
+  metric(out, "duet_kv_usage_ratio", "gauge", "KV blocks held by sequences over all KV blocks (0..1)",
+         m.kv.total > 0 ? static_cast<double>(m.kv.used) / m.kv.total : 0.0);
   pool_metrics(out, "duet_draft_kv_blocks", "Draft model KV", m.draft_kv);
   metric(out, "duet_kv_tokens_stored", "gauge", "Token slots filled in used KV blocks",
          static_cast<double>(m.kv_tokens_stored));

@@ -79,5 +79,27 @@ TEST(BenchCli, JsonSchemaBadInputIsNamed) {
   EXPECT_NE(r.output.find("-n 2 or more"), std::string::npos) << r.output;
 }
 
+// Every row carries the resident memory measured after the runs beside what
+// the model and its KV cache should take.
+TEST(BenchCli, ReportsResidentMemoryBesideTheExpected) {
+  const std::string model = testing::shared_path("models/stories260K/stories260K.gguf");
+  const auto r = run_command(duet_binary() + " bench -m " + model + " -p 16 -n 4 -r 1 -t 1 --json 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = nlohmann::json::parse(r.output.substr(r.output.find('[')), nullptr, false);
+  ASSERT_TRUE(rows.is_array() && rows.size() == 2) << r.output;
+  const auto& mem = rows[0]["memory"];
+  ASSERT_TRUE(mem.is_object()) << rows[0].dump();
+  EXPECT_EQ(mem, rows[1]["memory"]);  // one load, measured once
+  const auto b = [&](const char* k) { return mem[k].get<double>(); };
+  EXPECT_GT(b("weight_bytes"), 0);
+  EXPECT_GT(b("kv_bytes"), 0);
+  EXPECT_LE(b("packed_replaced_bytes"), b("weight_bytes"));
+  EXPECT_EQ(b("expected_bytes"), b("weight_bytes") - b("packed_replaced_bytes") + b("packed_bytes") + b("kv_bytes"));
+  EXPECT_GT(b("rss_bytes"), 0);
+  EXPECT_GE(b("rss_bytes"), b("rss_anon_bytes"));
+  EXPECT_GE(b("rss_bytes"), b("rss_file_bytes"));
+  EXPECT_NEAR(b("rss_over_expected"), b("rss_bytes") / b("expected_bytes"), 1e-9 * b("rss_over_expected"));
+}
+
 }  // namespace
 }  // namespace duet

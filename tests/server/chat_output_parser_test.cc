@@ -111,9 +111,10 @@ TEST(ChatOutputParser, HermesParallelCalls) {
   EXPECT_EQ(m.tool_calls[1].id, "call1");
 }
 
+// Malformed before the head is read (arguments that break after it stream
+// as written: chat_output_stream_test.cc).
 TEST(ChatOutputParser, MalformedHermesCallsAreContent) {
   const std::vector<std::string> bad = {
-      "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call>",  // broken JSON
       "<tool_call>{\"arguments\": {}}</tool_call>",                       // no name
       "<tool_call>{\"name\": 5, \"arguments\": {}}</tool_call>",          // name not a string
       "<tool_call>{\"name\": \"a\", \"arguments\": [1]}</tool_call>",     // arguments not an object
@@ -281,6 +282,8 @@ TEST(ChatOutputParser, ForcedCallsOutOfOrderOrCut) {
 TEST(ChatFormat, FromTemplateSource) {
   EXPECT_EQ(chat_format_for_template("{{ '<tool_call>' }}").tools, ToolCallStyle::kHermes);
   EXPECT_EQ(chat_format_for_template("{{ '[TOOL_CALLS]' }}").tools, ToolCallStyle::kMistral);
+  EXPECT_EQ(chat_format_for_template("{{ '[TOOL_CALLS]' + name + '[ARGS]' + arguments }}").tools,
+            ToolCallStyle::kMistralArgs);
   EXPECT_EQ(chat_format_for_template("<|start_header_id|>{\"name\": .., \"parameters\": ..}").tools,
             ToolCallStyle::kLlama3);
   EXPECT_TRUE(chat_format_for_template("x").think_open.empty());

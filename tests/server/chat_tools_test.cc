@@ -93,6 +93,29 @@ TEST(ToolCallGrammar, Llama3AndMistralShapes) {
   EXPECT_EQ(calls[1].arguments, R"({"city":"Oslo"})");
 }
 
+TEST(ToolCallGrammar, MistralNameArgsShape) {
+  auto g = tool_call_grammar(tools(ChatTools::Choice::kRequired), ToolCallStyle::kMistralArgs);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  const std::string two = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\", \"days\": 3}[TOOL_CALLS]ping[ARGS]{}";
+  EXPECT_TRUE(accepts(*g, two));
+  EXPECT_TRUE(accepts(*g, "[TOOL_CALLS]ping[ARGS]{\"any\": [1]}"));
+  // Each name with its own tool's schema ($ref into the tool's $defs included).
+  EXPECT_FALSE(accepts(*g, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}"));
+  EXPECT_FALSE(accepts(*g, "[TOOL_CALLS]ping[ARGS]{\"city\": \"Oslo\"}x"));
+  EXPECT_FALSE(accepts(*g, "[TOOL_CALLS]nope[ARGS]{}"));
+  EXPECT_FALSE(accepts(*g, "[TOOL_CALLS][{\"name\": \"ping\", \"arguments\": {}}]"));
+  const auto calls = parsed(ToolCallStyle::kMistralArgs, two);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].arguments, R"({"city":"Oslo","days":3})");
+  EXPECT_EQ(calls[1].name, "ping");
+
+  auto named = tool_call_grammar(tools(ChatTools::Choice::kNamed, false, "get_weather"), ToolCallStyle::kMistralArgs);
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_TRUE(accepts(*named, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}"));
+  EXPECT_FALSE(accepts(*named, "[TOOL_CALLS]ping[ARGS]{}"));
+  EXPECT_FALSE(accepts(*named, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_weather[ARGS]{}"));
+}
+
 TEST(ToolCallGrammar, PrefixClosesReasoningFirst) {
   auto g = tool_call_grammar(tools(ChatTools::Choice::kNamed, false, "ping"), ToolCallStyle::kHermes, "</think>\n\n");
   ASSERT_TRUE(g.ok());

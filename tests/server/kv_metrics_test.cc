@@ -36,6 +36,30 @@ TEST(KvMetrics, ExposeTypeAndBytesPerToken) {
   // The pool is what fits in 64 KiB: 16 blocks of 16 tokens x 400 bytes = 102400 > 65536.
   EXPECT_EQ(metric_value(m, "duet_kv_blocks_total"), 65536 / (16 * 400));
   EXPECT_LE(metric_value(m, "duet_kv_cache_bytes"), 65536);
+  // Finished: its blocks are cached or free, none used, so the ratio is back to 0.
+  EXPECT_EQ(metric_value(m, "duet_kv_usage_ratio"), 0) << m;
+}
+
+// The gauge a router balances by: used over total while a request holds
+// blocks, back to 0 once it is gone.
+TEST(KvMetrics, UsageRatioFollowsTheBlocksInUse) {
+  HarnessOptions o;
+  o.engine.n_threads = 1;
+  o.engine.ctx = 2048;  // past the model's 128, so the request runs long
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  {
+    RawSocket sock(s.port());
+    nlohmann::json body = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
+    ASSERT_TRUE(sock.send_all(raw_post("/v1/completions", body.dump())));
+    ASSERT_NE(sock.read_until("data: ").find("data: "), std::string::npos);
+    const std::string m = s.client().Get("/metrics")->body;
+    const double used = metric_value(m, "duet_kv_blocks_used");
+    EXPECT_GT(used, 0) << m;
+    EXPECT_DOUBLE_EQ(metric_value(m, "duet_kv_usage_ratio"), used / metric_value(m, "duet_kv_blocks_total")) << m;
+  }  // the client hangs up: the request is cancelled and its blocks released
+  const std::string m = wait_for_metrics(s, [](const std::string& t) { return metric_value(t, "duet_kv_usage_ratio") == 0; });
+  EXPECT_EQ(metric_value(m, "duet_kv_usage_ratio"), 0) << m;
 }
 
 TEST(MoeMetrics, ExpertLoadPerLayer) {

@@ -244,6 +244,125 @@ TEST_F(ToolsApi, AutoChoiceFindsCallsInTheOutput) {
   EXPECT_GT(with, without + 100);
 }
 
+// The chunks of a streamed reply with tool calls have OpenAI's shapes: each
+// call's first delta is {index, id, type, function: {name, arguments: ""}},
+// later ones only {index, function: {arguments: piece}}; no chunk mixes
+// content with a call. Returns the number of arguments chunks per call.
+std::vector<int> expect_call_chunk_shapes(const std::vector<json>& chunks) {
+  std::vector<int> pieces;
+  for (const json& c : chunks) {
+    if (!c.contains("choices") || c["choices"].empty()) continue;
+    const json& d = c["choices"][0]["delta"];
+    if (!d.contains("tool_calls")) continue;
+    EXPECT_FALSE(d.contains("content")) << d;
+    EXPECT_EQ(d["tool_calls"].size(), 1u) << d;
+    const json& tc = d["tool_calls"][0];
+    const size_t i = tc["index"];
+    if (i == pieces.size()) {
+      EXPECT_EQ(tc.size(), 4u) << tc;  // index, id, type, function
+      EXPECT_EQ(tc["id"].get<std::string>().size(), 9u) << tc;
+      EXPECT_EQ(tc["type"], "function") << tc;
+      EXPECT_EQ(tc["function"].size(), 2u) << tc;
+      EXPECT_FALSE(tc["function"]["name"].get<std::string>().empty()) << tc;
+      EXPECT_EQ(tc["function"]["arguments"], "") << "a first delta with arguments: " << tc;
+      pieces.push_back(0);
+    } else {
+      EXPECT_EQ(i + 1, pieces.size()) << "a delta for a call before the last: " << tc;
+      EXPECT_EQ(tc.size(), 2u) << tc;  // index, function
+      EXPECT_EQ(tc["function"].size(), 1u) << tc;
+      EXPECT_FALSE(tc["function"]["arguments"].get<std::string>().empty()) << tc;
+      if (i < pieces.size()) ++pieces[i];
+    }
+  }
+  return pieces;
+}
+
+// "auto" calls stream piecewise: text first as content, then each call's
+// head, then its arguments over several chunks; they add up to the
+// non-streamed message, and no markup reaches the content.
+TEST_F(ToolsApi, AutoCallsStreamTheirArgumentsInPieces) {
+  TestServer s(qwen3());
+  ASSERT_TRUE(s.ok());
+  json body = ask({kWeather, kTime}, "auto", 1);
+  body["grammar"] =
+      R"(root ::= "Checking the <b>forecast</b>.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lima\", \"days\": 6}}\n</tool_call>\n)"
+      R"(<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>")";
+  int status = 0;
+  const json r = post(s, body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& msg = r["choices"][0]["message"];
+  ASSERT_EQ(msg["tool_calls"].size(), 2u) << msg;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["arguments"], R"({"city":"Lima","days":6})");
+
+  const std::vector<json> chunks = stream(s, body);
+  const std::vector<int> pieces = expect_call_chunk_shapes(chunks);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_GT(pieces[0], 1) << "the arguments came in one chunk";
+  EXPECT_GT(pieces[1], 1) << "the arguments came in one chunk";
+  // Content comes before the first call, and holds none of its markup.
+  bool call_seen = false;
+  for (const json& c : chunks) {
+    if (!c.contains("choices") || c["choices"].empty()) continue;
+    const json& d = c["choices"][0]["delta"];
+    if (d.contains("tool_calls")) call_seen = true;
+    if (d.contains("content") && d["content"].is_string() && !d["content"].get<std::string>().empty()) {
+      EXPECT_FALSE(call_seen) << d;
+      EXPECT_EQ(d["content"].get<std::string>().find("<tool"), std::string::npos) << d;
+    }
+  }
+  std::string finish;
+  const json streamed = accumulate(chunks, &finish);
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(streamed["content"], "Checking the <b>forecast</b>.");
+  expect_same_message(msg, streamed);
+}
+
+// A Mistral v11-style template writes [TOOL_CALLS]name[ARGS]{...}: forced
+// calls take that form, and free ones in it are found and streamed.
+TEST_F(ToolsApi, MistralNameArgsForm) {
+  const std::string tmpl =
+      "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+      "{% if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+      "{# calls come back as [TOOL_CALLS]name[ARGS]{...} #}assistant: ";
+  TestServer s(options(tmpl));
+  ASSERT_TRUE(s.ok());
+  for (uint64_t seed : {1, 2}) {
+    json body = ask({kTime, kWeather}, "required", seed);
+    body["max_tokens"] = 1000;
+    int status = 0;
+    const json r = post(s, body, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const json& msg = r["choices"][0]["message"];
+    ASSERT_TRUE(msg.contains("tool_calls")) << r.dump();
+    for (const json& c : msg["tool_calls"]) expect_valid_call(c);
+    EXPECT_TRUE(msg["content"].is_null()) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    std::string finish;
+    const std::vector<json> chunks = stream(s, body);
+    expect_call_chunk_shapes(chunks);
+    expect_same_message(msg, accumulate(chunks, &finish));
+    EXPECT_EQ(finish, "tool_calls");
+  }
+
+  json body = ask({kWeather, kTime}, "auto", 1);
+  body["grammar"] = R"(root ::= "On it. [TOOL_CALLS]get_time[ARGS]{\"zone\": \"CET\"}[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\", \"days\": 3}")";
+  int status = 0;
+  const json r = post(s, body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& msg = r["choices"][0]["message"];
+  EXPECT_EQ(msg["content"], "On it.");
+  ASSERT_EQ(msg["tool_calls"].size(), 2u) << msg;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_time");
+  EXPECT_EQ(msg["tool_calls"][1]["function"]["arguments"], R"({"city":"Oslo","days":3})");
+  const std::vector<json> chunks = stream(s, body);
+  const std::vector<int> pieces = expect_call_chunk_shapes(chunks);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_GT(pieces[1], 1);
+  std::string finish;
+  expect_same_message(msg, accumulate(chunks, &finish));
+  EXPECT_EQ(finish, "tool_calls");
+}
+
 // Templates that write calls the Mistral and the Llama 3.x way (their
 // markers tell the format) get forced calls in that shape: the parser of
 // each format finds only calls written in it, so a wrong shape would come

@@ -1,7 +1,8 @@
 // The official OpenAI client calls tools through `duet serve` (a random-weight
 // model under the Qwen3 template, tests/reference/test_openai_tools.py):
 // named, required and auto tool choices, parallel calls, the client's own
-// stream accumulation against the whole response, a tool result sent back,
+// stream accumulation against the whole response (auto calls streamed in
+// pieces as OpenAI's are), a tool result sent back,
 // reasoning, and the 400s. Usage: node tools_test.mjs BASE_URL API_KEY
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -122,6 +123,51 @@ await check('auto tool choice', async () => {
   const m = free.choices[0].message;
   assert.ok(typeof m.content === 'string' || m.tool_calls.length > 0);
   for (const c of m.tool_calls ?? []) assertValidCall(c);
+});
+
+await check('auto tool calls stream in pieces', async () => {
+  // Text, then two calls the model chose to make (a grammar stands in for it).
+  const body = {
+    model, messages, tools: [weather, time], tool_choice: 'auto', max_tokens: 300,
+    grammar: 'root ::= "Let me see.\\n<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"Lima\\", \\"days\\": 4}}\\n</tool_call>\\n'
+      + '<tool_call>\\n{\\"name\\": \\"get_time\\", \\"arguments\\": {\\"zone\\": \\"CET\\"}}\\n</tool_call>"',
+  };
+  const r = await client.chat.completions.create(body);
+  const whole = r.choices[0].message;
+  assert.equal(whole.content, 'Let me see.');
+  assert.equal(whole.tool_calls.length, 2);
+  // The chunks as OpenAI sends them: per call a head (id, type, name, empty
+  // arguments), then only arguments pieces, more than one each here.
+  const pieces = [];
+  let content = '', finish = null;
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+    for (const c of chunk.choices) {
+      content += c.delta.content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+      for (const tc of c.delta.tool_calls ?? []) {
+        assert.ok(!c.delta.content, 'content beside a call');
+        if (tc.index === pieces.length) {
+          assert.match(tc.id, /^[A-Za-z0-9]{9}$/);
+          assert.equal(tc.type, 'function');
+          assert.equal(tc.function.arguments, '');
+          pieces.push({ name: tc.function.name, arguments: '', chunks: 0 });
+        } else {
+          assert.equal(tc.index, pieces.length - 1);
+          assert.deepEqual(Object.keys(tc).sort(), ['function', 'index']);
+          assert.deepEqual(Object.keys(tc.function), ['arguments']);
+          pieces[tc.index].arguments += tc.function.arguments;
+          pieces[tc.index].chunks += 1;
+        }
+      }
+    }
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(content, 'Let me see.');
+  assert.deepEqual(pieces.map((p) => ({ name: p.name, arguments: p.arguments })),
+    whole.tool_calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments })));
+  for (const p of pieces) assert.ok(p.chunks > 1, `the arguments of ${p.name} came in ${p.chunks} chunk(s)`);
+  // And the client's own accumulation gives the same message.
+  await assertStreamsTheSame(body, r);
 });
 
 await check('tool result round trip', async () => {
