@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,12 @@ const std::vector<std::pair<const char*, const char*>> kSchemas = {
     {"long_strings", R"({"type":"object","properties":{"a":{"type":"string","maxLength":2000},"b":{"type":"string","minLength":10,"maxLength":500}}})"},
 };
 
+struct WalkResult {
+  size_t steps = 0, misses = 0;
+  double miss_us = 0, hit_us = 0, apply_us = 0, accept_us = 0, max_us = 0;
+  double per_token_us() const { return (miss_us + hit_us + apply_us + accept_us) / static_cast<double>(steps); }
+};
+
 struct VocabResult {
   std::string name;
   int32_t n_vocab = 0;
@@ -93,12 +100,66 @@ struct VocabResult {
   double mask_us_mean = 0, mask_us_max = 0, cached_us_mean = 0, accept_us_mean = 0;
   size_t cache_hits = 0;
   size_t allowed_mean = 0;
+  WalkResult walk;
 };
 
 size_t popcount(const TokenMask& m) {
   size_t n = 0;
   for (uint64_t w : m) n += static_cast<size_t>(__builtin_popcountll(w));
   return n;
+}
+
+// The engine's per-token grammar work while a model writes: each request a
+// fresh matcher (and mask cache), each step the cached mask, applied to a
+// logits row, then a token drawn uniformly from the allowed ones (as a
+// random-weight model sampling at temperature does) and accepted.
+int32_t nth_allowed(const TokenMask& mask, size_t k) {
+  for (size_t w = 0; w < mask.size(); ++w) {
+    const auto c = static_cast<size_t>(__builtin_popcountll(mask[w]));
+    if (k >= c) {
+      k -= c;
+      continue;
+    }
+    uint64_t bits = mask[w];
+    for (; k > 0; --k) bits &= bits - 1;
+    return static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+  }
+  return -1;
+}
+
+WalkResult random_walk(const TokenTrie& trie, const std::shared_ptr<const Grammar>& g, int n_requests, int n_tokens) {
+  WalkResult r;
+  std::mt19937_64 rng(7);
+  std::vector<float> row(static_cast<size_t>(trie.n_vocab()), 0.0f);
+  for (int q = 0; q < n_requests; ++q) {
+    GrammarMatcher m(g);
+    const MaskCache& cache = m.arena().mask_cache();
+    for (int t = 0; t < n_tokens && !m.is_complete(); ++t) {
+      const size_t misses = cache.misses;
+      auto t0 = Clock::now();
+      const std::shared_ptr<const TokenMask> mask = token_mask(m, trie);
+      const double us = us_since(t0);
+      (cache.misses > misses ? r.miss_us : r.hit_us) += us;
+      r.misses += cache.misses - misses;
+      std::fill(row.begin(), row.end(), 0.0f);
+      t0 = Clock::now();
+      apply_token_mask(*mask, trie.n_vocab(), row.data(), trie.n_vocab());
+      const double apply = us_since(t0);
+      r.apply_us += apply;
+      const size_t n_allowed = popcount(*mask);
+      if (n_allowed == 0) break;
+      const int32_t id = nth_allowed(*mask, std::uniform_int_distribution<size_t>(0, n_allowed - 1)(rng));
+      const auto& ends = trie.end_tokens();
+      if (std::find(ends.begin(), ends.end(), id) != ends.end()) break;
+      t0 = Clock::now();
+      m.accept_bytes(trie.token_bytes(id));
+      const double accept = us_since(t0);
+      r.accept_us += accept;
+      r.max_us = std::max(r.max_us, us + apply + accept);
+      ++r.steps;
+    }
+  }
+  return r;
 }
 
 // The longest allowed token that the rest of the document starts with.
@@ -178,6 +239,7 @@ bool run_vocab(const std::string& name, const std::string& file, std::shared_ptr
   r.accept_us_mean = total_accept / static_cast<double>(r.steps);
   r.allowed_mean = static_cast<size_t>(allowed / static_cast<double>(r.steps));
   r.cache_hits = m.arena().mask_cache().hits;
+  r.walk = random_walk(*trie, g, 4, 128);
   if (!m.is_complete()) std::fprintf(stderr, "%s: the document did not complete the grammar\n", name.c_str());
   return m.is_complete();
 }
@@ -206,6 +268,13 @@ int run() {
                 "cached path %7.1f us mean (%zu hits) | accept %5.2f us | %zu tokens allowed on average\n",
                 r.name.c_str(), r.n_vocab, r.trie_nodes, r.trie_ms, r.steps, r.mask_us_mean, r.mask_us_max,
                 r.cached_us_mean, r.cache_hits, r.accept_us_mean, r.allowed_mean);
+    const WalkResult& w = r.walk;
+    std::printf("%-11s sampled walk: %zu tokens, %.1f us/token (max %.0f): %zu misses %.1f us each, hits %.1f us, "
+                "apply %.1f us, accept %.2f us per token\n",
+                r.name.c_str(), w.steps, w.per_token_us(), w.max_us, w.misses,
+                w.misses ? w.miss_us / static_cast<double>(w.misses) : 0.0,
+                w.hit_us / static_cast<double>(w.steps - std::min(w.steps, w.misses)),
+                w.apply_us / static_cast<double>(w.steps), w.accept_us / static_cast<double>(w.steps));
   }
   std::printf("schema compile times (GBNF generation + grammar compile, best of 5):\n");
   std::string compile_json;
@@ -227,9 +296,10 @@ int run() {
   for (size_t i = 0; i < results.size(); ++i) {
     const VocabResult& r = results[i];
     std::printf("%s{\"name\": \"%s\", \"n_vocab\": %d, \"trie_nodes\": %zu, \"trie_ms\": %.2f, \"steps\": %zu, "
-                "\"mask_us_mean\": %.1f, \"mask_us_max\": %.1f, \"cached_mask_us_mean\": %.1f, \"accept_us_mean\": %.2f}",
+                "\"mask_us_mean\": %.1f, \"mask_us_max\": %.1f, \"cached_mask_us_mean\": %.1f, \"accept_us_mean\": %.2f, "
+                "\"walk_us_per_token\": %.1f, \"walk_misses\": %zu, \"walk_steps\": %zu}",
                 i ? ", " : "", r.name.c_str(), r.n_vocab, r.trie_nodes, r.trie_ms, r.steps, r.mask_us_mean,
-                r.mask_us_max, r.cached_us_mean, r.accept_us_mean);
+                r.mask_us_max, r.cached_us_mean, r.accept_us_mean, r.walk.per_token_us(), r.walk.misses, r.walk.steps);
   }
   std::printf("], \"compile_ms\": {%s}}\n", compile_json.c_str());
   return 0;

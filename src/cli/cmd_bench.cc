@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/grammar_option.h"
 #include "cli/phase_ceilings.h"
 #include "cli/progress.h"
 #include "cli/roofline_chart.h"
@@ -38,6 +40,7 @@ struct BenchOptions {
   bool roofline = false;
   int32_t probe_mib = 1024;  // the read probe's buffer: far larger than any L3
   std::string kv_type = "f16";
+  GrammarOptions grammar;  // given: also time decode under this grammar
 };
 
 struct Spread {
@@ -110,6 +113,84 @@ std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
   return out;
 }
 
+// Decode under a grammar against decode without it. Each repetition runs
+// the two back to back with the same sampler and seed (temperature 0.8,
+// top-k 40: greedy on random weights repeats one token inside the first
+// string, which would time one cached mask), so the machine's load drifts
+// hit both alike. ITL is compared over the tokens both runs made: the
+// grammar may end its run early, and later tokens attend to more KV.
+struct GrammarCost {
+  std::vector<double> free_ms, constrained_ms;  // mean ITL per repetition
+  std::vector<double> grammar_ms;               // per token, timed inside the engine
+  std::vector<int32_t> n_tokens;                // tokens compared per repetition
+};
+
+// When each generated token was sampled, in seconds from submission.
+RequestTimings decode_timings(Engine& engine, int32_t first, int32_t n, std::shared_ptr<const Grammar> grammar,
+                              uint64_t seed) {
+  RequestParams params;
+  params.sampling.seed = seed;
+  params.ignore_eos = true;
+  params.max_tokens = n;
+  params.grammar = std::move(grammar);
+  RequestTimings timings;
+  auto id = engine.submit({first}, params, [&](const TokenEvent& ev) {
+    if (ev.finished) timings = *ev.timings;
+  });
+  if (!id || !engine.run_until_idle()) return {};
+  return timings;
+}
+
+double mean_itl_ms(const std::vector<double>& times, size_t n) {
+  return 1000.0 * (times[n - 1] - times[0]) / static_cast<double>(n - 1);
+}
+
+Result<GrammarCost> grammar_cost(Engine& engine, const BenchOptions& o, std::shared_ptr<const Grammar> grammar) {
+  const int32_t first = engine.model().tokenizer().bos_id() >= 0 ? engine.model().tokenizer().bos_id() : 0;
+  decode_timings(engine, first, 8, grammar, 1);  // builds the vocabulary's trie, pages the weights in
+  GrammarCost c;
+  for (int32_t r = 0; r < o.reps; ++r) {
+    const auto seed = static_cast<uint64_t>(r + 1);
+    const std::vector<double> free = decode_timings(engine, first, o.n_gen, nullptr, seed).token_times;
+    const RequestTimings constrained = decode_timings(engine, first, o.n_gen, grammar, seed);
+    const size_t n = std::min(free.size(), constrained.token_times.size());
+    if (n < 2)
+      return err("the grammar let the model write ", constrained.token_times.size(), " tokens: too few to time");
+    c.free_ms.push_back(mean_itl_ms(free, n));
+    c.constrained_ms.push_back(mean_itl_ms(constrained.token_times, n));
+    c.grammar_ms.push_back(1000.0 * constrained.grammar_seconds / static_cast<double>(constrained.token_times.size()));
+    c.n_tokens.push_back(static_cast<int32_t>(n));
+  }
+  return c;
+}
+
+nlohmann::json report_grammar_cost(const GrammarCost& c, const std::string& model, double compile_ms, bool json) {
+  const Spread f = spread(c.free_ms), g = spread(c.constrained_ms);
+  std::vector<double> ratios;
+  for (size_t r = 0; r < c.free_ms.size(); ++r) ratios.push_back(c.constrained_ms[r] / c.free_ms[r]);
+  const Spread ratio = spread(ratios);
+  // A burst of other work on a shared machine lands in one run of a pair:
+  // the median of the pairs' ratios is steadier than their mean.
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t mid = sorted.size() / 2;
+  const double median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  // The engine's own account of the grammar's time: far less noisy than a
+  // difference of two ITLs on a shared machine.
+  const Spread gm = spread(c.grammar_ms);
+  const double share = gm.mean / f.mean;
+  if (!json)
+    std::printf("grammar %s: ITL %.2f ± %.2f ms free, %.2f ± %.2f ms constrained, ratio %.3f ± %.3f (median %.3f); "
+                "grammar work %.3f ± %.3f ms/token = %.2f%% of free ITL (%d tokens, compiled in %.2f ms)\n",
+                model.c_str(), f.mean, f.stdev, g.mean, g.stdev, ratio.mean, ratio.stdev, median, gm.mean, gm.stdev,
+                100.0 * share, c.n_tokens.front(), compile_ms);
+  return {{"model", model}, {"test", "grammar"}, {"itl_ms", f.mean}, {"itl_constrained_ms", g.mean},
+          {"ratio", ratio.mean}, {"ratio_stdev", ratio.stdev}, {"ratio_median", median},
+          {"samples_ratio", ratios},
+          {"grammar_ms_per_token", gm.mean}, {"samples_grammar_ms", c.grammar_ms}, {"grammar_share_of_itl", share},
+          {"n_tokens", c.n_tokens}, {"compile_ms", compile_ms}};
+}
+
 // One sequence at a time, every prompt token in one step, nothing reused
 // between repetitions.
 EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvType kv_type) {
@@ -171,6 +252,11 @@ int run(const BenchOptions& o) {
   if (!o.svg.empty() && !o.roofline) return fail(err("--svg draws the roofline: give --roofline too"));
   auto threads = parse_token_ids(o.threads_list);  // a list of non-negative integers
   if (!threads || threads->empty()) return fail(err("-t expects thread counts like 1,2"));
+  const auto compile_start = Clock::now();
+  auto grammar = load_grammar(o.grammar);
+  if (!grammar) return fail(grammar.error());
+  const double compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - compile_start).count();
+  if (*grammar && o.n_gen < 2) return fail(err("timing decode under a grammar needs -n 2 or more"));
   // The other ranks of a tensor-parallel run follow one model's passes and
   // then exit (cli/target_model.h): one load per run.
   const bool parallel = world().size() > 1;
@@ -204,6 +290,12 @@ int run(const BenchOptions& o) {
       const std::vector<PhaseResult> phases = bench_model(engine, o);
       const nlohmann::json memory = memory_report(m, engine, o.no_mmap);
       memory_lines += memory_line(m.config().name, memory);
+      std::optional<GrammarCost> grammar_cost_of;
+      if (*grammar) {
+        auto cost = grammar_cost(engine, o, *grammar);
+        if (!cost) return fail(cost.error());
+        grammar_cost_of = *cost;
+      }
       const double weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
       const double kv_bytes_per_pos = static_cast<double>(KvCache::bytes_per_token(m.kv_shape(), *kv_type));
       for (const PhaseResult& p : phases) {
@@ -258,6 +350,7 @@ int run(const BenchOptions& o) {
             std::printf(" - | - | - |\n");
         }
       }
+      if (grammar_cost_of) all.push_back(report_grammar_cost(*grammar_cost_of, m.config().name, compile_ms, o.json));
     }
     if (std::adjacent_find(point_models.begin(), point_models.end(), std::not_equal_to<>()) != point_models.end())
       for (size_t i = 0; i < points.size(); ++i) points[i].name += " " + point_models[i];
@@ -293,6 +386,7 @@ const bool registered = register_command(
       app.add_flag("--json", o->json, "Print JSON instead of a table");
       app.add_option("--svg", o->svg, "With --roofline: draw the ceilings and each phase as an SVG picture");
       add_no_mmap_option(app, o->no_mmap);
+      add_grammar_options(app, &o->grammar);
       return [o] { return run(*o); };
     });
 

@@ -57,6 +57,9 @@ struct RequestTimings {
   int32_t n_drafted = 0;
   int32_t n_accepted = 0;
   int32_t n_passes = 0;
+  // Time spent computing and applying grammar masks and moving the
+  // grammar past chosen tokens (what constrained decoding adds per token).
+  double grammar_seconds = 0;
 };
 
 struct TokenLogprob {

@@ -1,6 +1,7 @@
 #include "engine/token_selector.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "grammar/token_mask.h"
@@ -12,6 +13,22 @@ namespace {
 // Sequences that only draw (no drafts to verify, no raw row to keep before
 // penalties alter it) can draw all at once on the pool.
 bool draws_plainly(const Sequence* seq) { return seq->spec.n_draft == 0 && seq->params.logprobs < 0; }
+
+// Adds the time of a scope to a sequence's grammar_seconds.
+class GrammarTimer {
+ public:
+  explicit GrammarTimer(Sequence* seq) : seq_(seq), start_(std::chrono::steady_clock::now()) {}
+  ~GrammarTimer() {
+    seq_->timings.grammar_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  GrammarTimer(const GrammarTimer&) = delete;
+  GrammarTimer& operator=(const GrammarTimer&) = delete;
+
+ private:
+  Sequence* seq_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace
 
@@ -74,6 +91,7 @@ const std::vector<ChosenToken>& TokenSelector::select(const ModelOutput& out, Sp
 
 void TokenSelector::constrain_drafts(Sequence* seq, float* rows, int32_t n_vocab) const {
   // Row j follows the j drafts before it: mask it with the grammar there.
+  const GrammarTimer timer(seq);
   GrammarMatcher m = *seq->grammar;
   const int32_t base = seq->size() - seq->spec.n_draft;
   for (int32_t j = 0; j <= seq->spec.n_draft; ++j) {
@@ -83,21 +101,13 @@ void TokenSelector::constrain_drafts(Sequence* seq, float* rows, int32_t n_vocab
 }
 
 void TokenSelector::constrain(Sequence* seq, float* row, int32_t n_vocab) const {
+  const GrammarTimer timer(seq);
   constrain(*seq->grammar, row, n_vocab);
 }
 
 void TokenSelector::constrain(const GrammarMatcher& matcher, float* row, int32_t n_vocab) const {
   const std::shared_ptr<const TokenMask> mask = token_mask(matcher, *trie_);
-  bool any = false;
-  const auto n = static_cast<size_t>(std::min(n_vocab, trie_->n_vocab()));
-  for (size_t w = 0; w * 64 < n; ++w) {
-    const uint64_t bits = (*mask)[w];
-    any = any || bits != 0;
-    if (bits == ~uint64_t{0}) continue;
-    for (size_t i = w * 64; i < std::min(n, w * 64 + 64); ++i)
-      if (!((bits >> (i & 63)) & 1)) row[i] = -INFINITY;
-  }
-  for (auto i = static_cast<int32_t>(n); i < n_vocab; ++i) row[i] = -INFINITY;
+  const bool any = apply_token_mask(*mask, trie_->n_vocab(), row, n_vocab);
   // Nothing in the vocabulary can continue (a byte no token spells): end
   // rather than write text outside the grammar.
   if (!any)
@@ -115,6 +125,7 @@ int32_t TokenSelector::sample_constrained(Sequence* seq, float* row, int32_t n_v
 }
 
 void TokenSelector::advance_grammar(Sequence* seq, int32_t token, int32_t size_after) const {
+  const GrammarTimer timer(seq);
   const auto& ends = trie_->end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) return;
   if (token >= 0 && token < trie_->n_vocab()) seq->grammar->accept_bytes(trie_->token_bytes(token));

@@ -26,8 +26,16 @@ uint32_t FrameArena::intern(uint32_t pos, uint32_t parent) {
 }
 
 uint32_t FrameArena::push_scratch(uint32_t pos, uint32_t parent) {
-  frames_.push_back({pos, parent});
-  return static_cast<uint32_t>(frames_.size() - 1);
+  const uint64_t key = (uint64_t{pos} << 32) | parent;
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  auto [it, fresh] = scratch_index_.emplace(key, static_cast<uint32_t>(frames_.size()));
+  if (fresh) frames_.push_back({pos, parent});
+  return it->second;
+}
+
+void FrameArena::truncate(size_t n) {
+  frames_.resize(n);
+  scratch_index_.clear();
 }
 
 namespace {

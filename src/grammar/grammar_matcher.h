@@ -51,15 +51,18 @@ class FrameArena {
   const Frame& operator[](uint32_t id) const { return frames_[id]; }
   // The interned frame (pos, parent).
   uint32_t intern(uint32_t pos, uint32_t parent);
-  // A frame that lives only until truncate() (token-mask walks).
+  // A frame that lives only until truncate() (token-mask walks); the same
+  // (pos, parent) gives the same id until then, so the walk's states can
+  // be compared and its steps remembered.
   uint32_t push_scratch(uint32_t pos, uint32_t parent);
   size_t size() const { return frames_.size(); }
-  void truncate(size_t n) { frames_.resize(n); }
+  void truncate(size_t n);
   MaskCache& mask_cache() { return *cache_; }
 
  private:
   std::vector<Frame> frames_;
   std::unordered_map<uint64_t, uint32_t> index_;
+  std::unordered_map<uint64_t, uint32_t> scratch_index_;
   std::unique_ptr<MaskCache> cache_;
 };
 

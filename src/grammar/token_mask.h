@@ -50,4 +50,8 @@ std::shared_ptr<const TokenMask> token_mask(const GrammarMatcher& m, const Token
 // The same without the cache (for tests and benchmarks).
 TokenMask compute_token_mask(const GrammarMatcher& m, const TokenTrie& trie);
 
+// Sets row[id] to -inf for every id the mask forbids, and for ids past the
+// mask's vocabulary. Returns whether any id of the mask is allowed.
+bool apply_token_mask(const TokenMask& mask, int32_t mask_vocab, float* row, int32_t n_vocab);
+
 }  // namespace duet

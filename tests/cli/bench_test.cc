@@ -41,6 +41,44 @@ TEST(BenchCli, RooflinePairsEveryRepetitionWithItsProbes) {
   }
 }
 
+
+// --json-schema adds a row comparing decode with and without the schema's
+// grammar, with the engine's own grammar time per token.
+TEST(BenchCli, JsonSchemaRowComparesConstrainedDecode) {
+  const std::string model = testing::shared_path("models/stories260K/stories260K.gguf");
+  const std::string schema = ::testing::TempDir() + "/bench_schema.json";
+  testing::write_file(schema, R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"number"}}},"required":["a","b"]})");
+  const auto r = run_command(duet_binary() + " bench -m " + model + " -p 0 -n 12 -r 2 -t 1 --json-schema " + schema + " --json 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = nlohmann::json::parse(r.output.substr(r.output.find('[')), nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << r.output;
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  const auto& g = rows[1];
+  EXPECT_EQ(g["test"], "grammar");
+  ASSERT_EQ(g["samples_ratio"].size(), 2u);
+  ASSERT_EQ(g["samples_grammar_ms"].size(), 2u);
+  EXPECT_GT(g["itl_ms"].get<double>(), 0);
+  EXPECT_NEAR(g["ratio"].get<double>(),
+              (g["samples_ratio"][0].get<double>() + g["samples_ratio"][1].get<double>()) / 2, 1e-9);
+  const double r0 = g["samples_ratio"][0], r1 = g["samples_ratio"][1];
+  EXPECT_NEAR(g["ratio_median"].get<double>(), (r0 + r1) / 2, 1e-9);  // two pairs: their middle
+  EXPECT_GT(g["grammar_ms_per_token"].get<double>(), 0);
+  EXPECT_GE(g["n_tokens"][0].get<int>(), 2);
+  EXPECT_GE(g["compile_ms"].get<double>(), 0);
+}
+
+TEST(BenchCli, JsonSchemaBadInputIsNamed) {
+  const std::string model = testing::shared_path("models/stories260K/stories260K.gguf");
+  const std::string schema = ::testing::TempDir() + "/bench_bad_schema.json";
+  testing::write_file(schema, R"({"type":"object","properties":{"a":{"type":"strin"}}})");
+  auto r = run_command(duet_binary() + " bench -m " + model + " -p 0 -n 8 -r 1 --json-schema " + schema + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--json-schema"), std::string::npos) << r.output;
+  r = run_command(duet_binary() + " bench -m " + model + " -p 0 -n 1 -r 1 --grammar 'root ::= \"a\"' 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("-n 2 or more"), std::string::npos) << r.output;
+}
+
 // Every row carries the resident memory measured after the runs beside what
 // the model and its KV cache should take.
 TEST(BenchCli, ReportsResidentMemoryBesideTheExpected) {

@@ -146,6 +146,26 @@ TEST_F(GrammarEngine, LogprobsPathIsConstrainedToo) {
   EXPECT_EQ(o.reason, FinishReason::kStop);
 }
 
+// The engine accounts the grammar's work per request (what `duet bench
+// --json-schema` reports beside the ITL): some for a constrained request,
+// none for a free one.
+TEST_F(GrammarEngine, TimingsCountTheGrammarsWork) {
+  auto g = gbnf(R"(root ::= [a-z ]{8,40} ".")");
+  EngineConfig cfg;
+  Engine e(*model_, cfg);
+  RequestTimings constrained, free;
+  for (auto [grammar, timings] : {std::pair{g, &constrained}, std::pair{std::shared_ptr<const Grammar>(), &free}}) {
+    RequestParams p = params(grammar, 5, 24);
+    ASSERT_TRUE(e.submit(encode("Once"), p, [timings](const TokenEvent& ev) {
+                   if (ev.finished) *timings = *ev.timings;
+                 }).ok());
+    ASSERT_TRUE(e.run_until_idle().ok());
+  }
+  EXPECT_GT(constrained.n_generated, 0);
+  EXPECT_GT(constrained.grammar_seconds, 0.0);
+  EXPECT_EQ(free.grammar_seconds, 0.0);
+}
+
 // Greedy speculative decoding gives exactly the tokens plain decoding does,
 // so with a grammar it must too: drafts the grammar rejects are cut, and
 // each verified row is masked after the drafts before it.

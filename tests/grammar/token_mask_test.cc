@@ -3,6 +3,7 @@
 // few grammars, on real vocabularies of 32k and 152k tokens.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -130,6 +131,38 @@ TEST(TokenMask, JsonSchemaMatchesBruteForce) {
   const std::string doc = R"({"id": 42, "name": "Ada \"L\"", "when": "2024-02-29", "tags": ["yz", "x"]})";
   check_masks("llama-spm", *gbnf, doc, 2);
   check_masks("qwen2", *gbnf, doc, 5);
+}
+
+// Nested rules push return frames inside the walk: tokens of several
+// brackets ("[[", "]]", "},{") pass through states the walk has to tell
+// apart by their frames, and remembers.
+TEST(TokenMask, RecursiveGrammarMatchesBruteForce) {
+  const char* g = R"G(root ::= list
+list ::= "[" (item ("," item)*)? "]"
+item ::= list | "{" ( "\"" [a-z]+ "\":" item )? "}" | [0-9]+)G";
+  const std::string text = R"([[[1,[]],{"ab":[[2]]}],[{}],{"x":{"y":[[[3]]]}}])";
+  check_masks("llama-spm", g, text, 1);
+  check_masks("qwen2", g, text, 2);
+}
+
+// A mask applied to a logits row forbids exactly its cleared bits, in whole
+// words, partial words and the tail past the last full word, and every id
+// past the mask's vocabulary.
+TEST(TokenMask, ApplyForbidsExactlyTheClearedBits) {
+  const int32_t mask_vocab = 200, n_vocab = 210;
+  TokenMask mask(4, 0);
+  mask[1] = ~uint64_t{0};                          // 64..127 all allowed
+  mask[2] = 0x8000000000000001ull | (1ull << 17);  // 128, 145, 191
+  mask[3] = 0b101;                                 // 192, 194 (200.. is past the vocabulary)
+  std::vector<float> row(n_vocab, 1.0f);
+  EXPECT_TRUE(apply_token_mask(mask, mask_vocab, row.data(), n_vocab));
+  for (int32_t id = 0; id < n_vocab; ++id) {
+    const bool allowed = id < mask_vocab && mask_has(mask, id);
+    EXPECT_EQ(row[static_cast<size_t>(id)], allowed ? 1.0f : -INFINITY) << id;
+  }
+  std::vector<float> none(n_vocab, 1.0f);
+  EXPECT_FALSE(apply_token_mask(TokenMask(4, 0), mask_vocab, none.data(), n_vocab));
+  for (float x : none) EXPECT_EQ(x, -INFINITY);
 }
 
 TEST(TokenMask, EndTokenOnlyWhenComplete) {
