@@ -86,6 +86,7 @@ class DecoderModel final : public Model {
  private:
   Status check_layers() const;
   Status shard_layers();
+  Status shard_experts(LayerWeights& w);
   // Under tensor parallelism, proj [n][dim] holds this rank's partial sum
   // of an output projection: the sum over ranks is the whole product.
   void join_ranks(int32_t n) {
@@ -291,6 +292,7 @@ Status DecoderModel::shard_layers() {
   const ModelConfig& c = config_;
   const int r = comm_->rank(), ranks = comm_->size();
   const int64_t q = c.q_dim() / ranks, kv = c.kv_dim() / ranks, ffn = c.ffn_dim / ranks;
+  const int64_t shared = c.shared_expert_ffn_dim / ranks;
   WeightBinder binder(file_, slices_);
   // A column range touches every row's pages: once copied, the mapped
   // pages of the whole matrix go back.
@@ -307,14 +309,47 @@ Status DecoderModel::shard_layers() {
     w.bq = shards_.elements(w.bq, r * q, q);
     w.bk = shards_.elements(w.bk, r * kv, kv);
     w.bv = shards_.elements(w.bv, r * kv, kv);
-    w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
-    w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
     DUET_TRY(split_columns(w.wo, r * q, q));
-    DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
+    if (w.w_gate) {  // a dense FFN (a mixture of experts' layers have none)
+      w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
+      w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
+      DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
+    }
+    if (w.shared_gate) {
+      w.shared_gate = binder.rows(*w.shared_gate, r * shared, shared);
+      w.shared_up = binder.rows(*w.shared_up, r * shared, shared);
+      DUET_TRY(split_columns(w.shared_down, r * shared, shared));
+    }
+    if (w.router) DUET_TRY(shard_experts(w));
   }
   config_.n_heads /= ranks;
   config_.n_kv_heads /= ranks;
   config_.ffn_dim /= ranks;
+  config_.expert_ffn_dim /= ranks;
+  config_.shared_expert_ffn_dim /= ranks;
+  return {};
+}
+
+// Each expert is split as a dense FFN is: this rank's rows of its gate and
+// up, the matching columns of its down. The router stays whole, so every
+// rank routes every token alike and reads 1/N of each active expert; the
+// allreduce after the layer's FFN joins the experts' partial sums.
+Status DecoderModel::shard_experts(LayerWeights& w) {
+  const int r = comm_->rank(), ranks = comm_->size();
+  const int64_t f = config_.expert_ffn_dim / ranks;
+  WeightBinder binder(file_, slices_);
+  for (ExpertMatrices* m : {&w.exp_gate, &w.exp_up}) {
+    for (const TensorView*& e : m->experts) e = binder.rows(*e, r * f, f);
+    m->stacked = nullptr;  // a rank's rows of every expert are no one range of the stack
+  }
+  ExpertMatrices& down = w.exp_down;
+  const std::string name = down.experts[0]->name.substr(0, down.experts[0]->name.find('['));
+  for (const TensorView*& e : down.experts) {
+    const TensorView* whole = e;
+    DUET_ASSIGN(e, shards_.block_columns(*whole, r * f, f, name));
+    file_.drop_pages(*whole);
+  }
+  down.stacked = nullptr;
   return {};
 }
 
@@ -382,7 +417,10 @@ Status DecoderModel::pack_experts(ExpertMatrices& m, int64_t rows_per_expert) {
   for (const TensorView*& e : m.experts) slots.push_back(&e);
   DUET_TRY(packed_.pack(slots));
   for (size_t e = 0; e < sources.size(); ++e)
-    if (m.experts[e] != sources[e]) file_.drop_pages(*sources[e]);
+    if (m.experts[e] != sources[e]) {
+      file_.drop_pages(*sources[e]);
+      shards_.release(sources[e]);
+    }
   return {};
 }
 
@@ -942,6 +980,7 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
     }
   });
   if (w.shared_gate) shared_expert(w, n, pool);
+  join_ranks(n);
 }
 
 // The shared expert on every row, added after the routed ones, through
