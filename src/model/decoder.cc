@@ -87,6 +87,7 @@ class DecoderModel final : public Model {
   Status check_layers() const;
   Status shard_layers();
   Status shard_experts(LayerWeights& w);
+  void absorb_mla();
   // Under tensor parallelism, proj [n][dim] holds this rank's partial sum
   // of an output projection: the sum over ranks is the whole product.
   void join_ranks(int32_t n) {
@@ -242,33 +243,38 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     layers_.push_back(w);
   }
   DUET_TRY(check_layers());
-  if (c.mla()) {
-    const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
-    const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
-    std::vector<float> row(kvl);
-    for (const LayerWeights& w : layers_) {
-      const TensorView& t = *w.wkv_b;
-      std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
-      std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
-      for (size_t h = 0; h < heads; ++h)
-        for (size_t r = 0; r < nope + vd; ++r) {
-          type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
-                                          static_cast<int64_t>(kvl));
-          if (r < nope)
-            std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
-          else
-            for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
-        }
-    }
-  }
   if (c.moe()) {
     const size_t cells = static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_experts);
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
   config_.qkv_bias = layers_[0].bq != nullptr;
   if (comm_) DUET_TRY(shard_layers());
+  if (c.mla()) absorb_mla();
   DUET_TRY(pack_matrices());
   return bind_rope();
+}
+
+// The per-head halves of attn_kv_b as F32 tables for the absorbed path
+// (after sharding: this rank's heads).
+void DecoderModel::absorb_mla() {
+  const ModelConfig& c = config_;
+  const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+  const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
+  std::vector<float> row(kvl);
+  for (const LayerWeights& w : layers_) {
+    const TensorView& t = *w.wkv_b;
+    std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
+    std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t r = 0; r < nope + vd; ++r) {
+        type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
+                                        static_cast<int64_t>(kvl));
+        if (r < nope)
+          std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
+        else
+          for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
+      }
+  }
 }
 
 // Every layer has the same optional parts: the flags in the config describe
@@ -302,14 +308,24 @@ Status DecoderModel::shard_layers() {
     file_.drop_pages(*whole);
     return {};
   };
+  // Latent attention: the latent's projections (wq_a, wkv_a) and norms are
+  // whole on every rank, so each rank caches every token's latent; a head's
+  // rows of attn_kv_b decompress it for that head alone.
+  const int64_t mla_heads = c.n_heads / ranks, kv_b = mla_heads * (c.nope_dim() + c.v_head_dim);
+  const int64_t mla_att = mla_heads * c.v_head_dim;
   for (LayerWeights& w : layers_) {
     w.wq = binder.rows(*w.wq, r * q, q);
-    w.wk = binder.rows(*w.wk, r * kv, kv);
-    w.wv = binder.rows(*w.wv, r * kv, kv);
     w.bq = shards_.elements(w.bq, r * q, q);
-    w.bk = shards_.elements(w.bk, r * kv, kv);
-    w.bv = shards_.elements(w.bv, r * kv, kv);
-    DUET_TRY(split_columns(w.wo, r * q, q));
+    if (c.mla()) {
+      w.wkv_b = binder.rows(*w.wkv_b, r * kv_b, kv_b);
+      DUET_TRY(split_columns(w.wo, r * mla_att, mla_att));
+    } else {
+      w.wk = binder.rows(*w.wk, r * kv, kv);
+      w.wv = binder.rows(*w.wv, r * kv, kv);
+      w.bk = shards_.elements(w.bk, r * kv, kv);
+      w.bv = shards_.elements(w.bv, r * kv, kv);
+      DUET_TRY(split_columns(w.wo, r * q, q));
+    }
     if (w.w_gate) {  // a dense FFN (a mixture of experts' layers have none)
       w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
       w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
@@ -749,6 +765,7 @@ void DecoderModel::mla_attention_block(int layer, const Batch& batch, KvCache& c
   else
     mla_attend_absorbed(layer, batch, cache, pool);
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  join_ranks(n);
   add_residual(w.post_attn_norm, n, pool);
 }
 

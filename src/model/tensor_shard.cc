@@ -8,7 +8,6 @@ namespace duet {
 
 Status check_shardable(const ModelConfig& c, int ranks) {
   if (ranks <= 1) return {};
-  if (c.mla()) return err(c.arch, ": multi-head latent attention cannot run tensor-parallel yet (run it as one process)");
   if (c.n_kv_heads % ranks != 0)
     return err("cannot split ", c.n_kv_heads, " KV heads over ", ranks, " ranks: the rank count must divide the KV heads");
   if (c.n_heads % ranks != 0)

@@ -20,7 +20,7 @@
 namespace duet {
 
 // Why `c` cannot be split over `ranks` ranks (heads, KV heads, FFN or expert
-// widths not divisible; latent attention not split yet), or nothing.
+// widths not divisible), or nothing.
 Status check_shardable(const ModelConfig& c, int ranks);
 
 // Column ranges of matrices and element ranges of vectors, as views that

@@ -3,7 +3,7 @@
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
 #   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
 #   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
-#   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe): logits, then 64 greedy tokens
+#   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe, deepseek2): logits, then 64 greedy tokens
 #   moe-qwen2              a Qwen2-MoE checkpoint folder (a gated shared expert): logits; greedy of its GGUF
 #   moe-unsplittable       Q4_K experts of 128 columns per rank: rank 0's error naming the tensor
 #   perplexity             duet perplexity (several KV caches in turn) agrees
@@ -32,16 +32,27 @@ synth() {  # ARCH OUT
     --vocab-size 512 --seed 7 -o "$2" >/dev/null 2>&1 || fail "synth $1"
 }
 
-# A scaled-down Mixtral or Qwen3-MoE with stories260K's tokenizer: 256 of
-# each expert's 512 columns per rank, so quantized products match too.
+# A scaled-down Mixtral, Qwen3-MoE or DeepSeek-V2 with stories260K's
+# tokenizer: 256 of each expert's 512 columns per rank (and of the
+# attention output's), so quantized products match too.
+# A router's near-tie can flip an expert on the last bit of a sum (the
+# ranks' partial sums add in another order), so the seeds are ones whose
+# tokens route clear of ties (seed 7 of deepseek2 at Q8_0 flips one: 0.3 %).
 synth_moe() {  # LIKE OUT [EXPERT_FFN]
-  local experts=(--experts 8 --experts-used 2)
-  [ "$1" = qwen3moe ] && experts=(--experts 16 --experts-used 4)
-  local like=mixtral-8x7b
-  [ "$1" = qwen3moe ] && like=qwen3-30b-a3b
-  "$DUET" synth --like "$like" --vocab "$SHARED/models/stories260K/stories260K.gguf" --ctx 256 --dim 512 \
-    --heads 8 --kv-heads 4 --head-dim 64 --ffn 512 --layers 2 "${experts[@]}" --expert-ffn "${3:-512}" --seed 7 \
-    -o "$2" >/dev/null 2>&1 || fail "synth $1"
+  local shape=() seed=7
+  case $1 in
+    mixtral) shape=(--like mixtral-8x7b --heads 8 --kv-heads 4 --head-dim 64 --experts 8 --experts-used 2) ;;
+    qwen3moe) shape=(--like qwen3-30b-a3b --heads 8 --kv-heads 4 --head-dim 64 --experts 16 --experts-used 4) ;;
+    # Latent attention: 8 heads of nope 64 + rope 32, values of 64, a
+    # latent of 128, q through a bottleneck of 256; layer 0 dense; 2
+    # shared experts.
+    deepseek2) shape=(--like deepseek-v2-lite --heads 8 --head-dim 96 --rope-dim 32 --v-head-dim 64 --kv-lora-rank 128
+                      --q-lora-rank 256 --dense-layers 1 --experts 8 --experts-used 2 --shared-experts 2)
+               seed=8 ;;
+    *) fail "no MoE shape $1" ;;
+  esac
+  "$DUET" synth "${shape[@]}" --vocab "$SHARED/models/stories260K/stories260K.gguf" --ctx 256 --dim 512 \
+    --ffn 512 --layers 2 --expert-ffn "${3:-512}" --seed "$seed" -o "$2" >/dev/null 2>&1 || fail "synth $1"
 }
 
 # 64 greedy tokens of MODEL, one process against two ranks (and two ranks
