@@ -5,6 +5,7 @@
 #   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
 #   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe, deepseek2): logits, then 64 greedy tokens
 #   moe-qwen2              a Qwen2-MoE checkpoint folder (a gated shared expert): logits; greedy of its GGUF
+#   serve-moe              duet serve of a Mixtral (tests/mpi/serve_test.py): answers and /metrics' routing
 #   moe-unsplittable       Q4_K experts of 128 columns per rank: rank 0's error naming the tensor
 #   perplexity             duet perplexity (several KV caches in turn) agrees
 #   unsplittable           3 KV heads over 2 ranks: rank 0's error, before any work
@@ -127,6 +128,10 @@ case $CASE in
     python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" 1e-5 || fail "logits differ"
     "$DUET" convert --from hf "$TMP/qwen2moe" -o "$TMP/qwen2moe.gguf" >/dev/null 2>&1 || fail "convert"
     greedy_check "$TMP/qwen2moe.gguf" 0
+    ;;
+  serve-moe)
+    synth_moe mixtral "$TMP/mixtral.gguf"
+    python3 "$SRC/tests/mpi/serve_test.py" "$DUET" "$TMP/mixtral.gguf" || fail "serve"
     ;;
   moe-unsplittable)
     synth_moe mixtral "$TMP/f32.gguf" 256
