@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kv_fill.h"
 #include "formats/llama_synth.h"
 #include "kernels/attention.h"
 #include "kv/kv_cache.h"
@@ -28,26 +28,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Random rows in every slot of positions [0, n) of every layer.
-void fill(KvCache& cache, const BlockTable& table, int32_t n) {
-  std::mt19937 gen(1);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  const KvShape& s = cache.shape();
-  std::vector<float> k(static_cast<size_t>(s.n_kv_heads) * s.head_dim), v(k.size());
-  for (int32_t l = 0; l < s.n_layers; ++l)
-    for (int32_t p = 0; p < n; ++p) {
-      for (float& x : k) x = d(gen);
-      for (float& x : v) x = d(gen);
-      cache.store(l, table.blocks[static_cast<size_t>(p / kBlockTokens)], p % kBlockTokens, k.data(), v.data());
-    }
-}
-
 // Seconds per attention call of n_q query heads per KV head over `ctx` keys.
 double time_attention(const KvShape& shape, int32_t group, int32_t ctx, ThreadPool& pool, int reps) {
   KvCache cache(shape, blocks_for_tokens(ctx), KvType::F16);
   BlockTable table;
   if (!table.reserve(cache.pool(), ctx)) std::abort();
-  fill(cache, table, ctx);
+  bench::fill_kv(cache, table, ctx);
   const size_t hd = static_cast<size_t>(shape.head_dim), heads = static_cast<size_t>(shape.n_kv_heads) * group;
   std::vector<float> q(heads * hd, 0.1f), out(heads * hd);
   const int32_t begin = 0, end = ctx;
@@ -118,7 +104,7 @@ int main(int argc, char** argv) {
   KvCache cache((*m)->kv_shape(), blocks_for_tokens(ctx + steps + 1), KvType::F16);
   BlockTable table;
   if (!table.reserve(cache.pool(), ctx + steps + 1)) return 1;
-  fill(cache, table, ctx);
+  bench::fill_kv(cache, table, ctx);
   std::vector<float> logits(static_cast<size_t>(s.n_vocab));
   for (bool naive : {false, true}) {
     (*m)->set_mla_naive(naive);

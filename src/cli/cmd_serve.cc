@@ -168,12 +168,13 @@ int serve(const ServeOptions& o) {
   if (tmpl) sc.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
   else if (!o.chat_template.empty()) return fail(tmpl.error());
   // Once every option has been checked, and while the loop has no request
-  // (the socket is not bound yet) so the threads are idle: the ceilings
+  // (only the stand-in answers) so the threads are idle: the ceilings
   // each answer's timings are judged against.
   if (o.probe_mib > 0) sc.roofline = measure_serve_roofline(**model, engine, o.probe_mib);
   server::OpenAiServer srv(**model, loop, sc);
-  startup.stop();
-  auto port = srv.bind();
+  // The same listening socket: a client connecting during the switch waits
+  // in its backlog for the real server.
+  auto port = srv.adopt(startup.hand_over());
   if (!port) return fail(port.error());
   {
     std::lock_guard lock(g_server_mu);

@@ -38,9 +38,9 @@ struct AttnScale {
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, AttnScale scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
-// An f32 or f16 cache at the AVX-512 level with a head dim of 16-128, 160, 256 or 576 in whole
-// vectors takes attend_rows_avx512's vector kernel; f32 results then differ
-// between levels by float rounding only.
+// At the AVX-512 level a head dim of 16-128, 160, 256 or 576 in whole vectors
+// takes attend_rows_avx512's vector kernel (q4: whole 32-element groups);
+// results then differ between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out);
 
@@ -56,9 +56,9 @@ void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t 
 constexpr int32_t kMaxAttnRows = 8;
 constexpr int32_t kMaxAttnGroup = 64;
 
-// The AVX-512 kernel (f32 arithmetic over an f32 or f16 cache, no soft-cap)
-// on up to kMaxAttnRows rows; false (nothing written) for a cache type, head dim,
-// group or block size it lacks.
+// The AVX-512 kernel (f32 arithmetic over a cache of any type, no soft-cap)
+// on up to kMaxAttnRows rows; false (nothing written) for a head dim (q4:
+// not whole 32-element groups), group or block size it lacks.
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);

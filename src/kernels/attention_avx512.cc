@@ -1,5 +1,5 @@
-// AVX-512 attention over an f32 or f16 paged cache (f16 rows are widened
-// once per block and tile, into the same f32 staging), for head dims that are whole
+// AVX-512 attention over a paged cache of any type (f16, q8 and q4 rows are
+// widened once per block and tile, into the same f32 staging), for head dims that are whole
 // vectors (16, 32, ..., 128; 160, 256, and 576 for latent attention), for a tile of query rows (consecutive tokens of
 // one sequence, each with the n_group heads of one KV head). Per 16-key
 // block of the cache:
@@ -145,25 +145,74 @@ inline void add_values(float* const* outs, const float* const* p, const float* c
     for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[h] + c * 16, o[h][c]);
 }
 
-// The rows [first, last) of one block's K or V as f32 rows of D * 16, the
-// others zero (the transposes read all 16; no row outside is ever weighted).
+// One quantized row widened to f32 (core/kv_format.h): q8 is int8 times
+// the row's scale; q4 is 4-bit codes less 8 (element 2j in byte j's low
+// nibble, 2j + 1 in its high one) times each 32-element group's scale.
+// Products of exact values, so equal to kv_dequantize_row's.
 template <int D>
-const float* widen_rows(const uint8_t* block, KvType type, int first, int last, float* staged) {
+inline void widen_q8(const uint8_t* row, uint16_t scale, float* out) {
+  const __m512 d = _mm512_set1_ps(_cvtsh_ss(scale));
+  for (int c = 0; c < D; ++c) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c * 16));
+    _mm512_store_ps(out + c * 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b))));
+  }
+}
+
+template <int D>
+inline void widen_q4(const uint8_t* row, const uint16_t* scales, float* out) {
+  static_assert(D % 2 == 0, "q4 rows are whole 32-element groups here");
+  const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+  for (int g = 0; g < D / 2; ++g) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + g * 16));
+    const __m128i lo = _mm_and_si128(b, low4), hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
+    const __m128i first = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);  // elements 0..15 of the group
+    const __m128i second = _mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), eight);
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(scales[g]));
+    _mm512_store_ps(out + g * 32, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first))));
+    _mm512_store_ps(out + g * 32 + 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second))));
+  }
+}
+
+// The rows [first, last) of one head block's K or V as f32 rows of D * 16,
+// the others zero (the transposes read all 16; no row outside is ever
+// weighted). `scales` is where a quantized block keeps its fp16 scales.
+template <int D>
+const float* widen_rows(const uint8_t* block, KvType type, size_t scales_offset, int first, int last,
+                        float* staged) {
   constexpr int hd = D * 16;
   const bool whole = first == 0 && last == kKeys;
   if (type == KvType::F32 && whole) return reinterpret_cast<const float*>(block);
   if (!whole) std::fill(staged, staged + kKeys * hd, 0.0f);
-  if (type == KvType::F32) {
-    std::memcpy(staged + first * hd, block + static_cast<size_t>(first) * hd * sizeof(float),
-                static_cast<size_t>(last - first) * hd * sizeof(float));
-    return staged;
+  const auto* scales = reinterpret_cast<const uint16_t*>(block + scales_offset);
+  switch (type) {
+    case KvType::F32:
+      std::memcpy(staged + first * hd, block + static_cast<size_t>(first) * hd * sizeof(float),
+                  static_cast<size_t>(last - first) * hd * sizeof(float));
+      break;
+    case KvType::F16: {
+      const auto* h = reinterpret_cast<const uint16_t*>(block);
+      for (int j = first; j < last; ++j)
+        for (int c = 0; c < D; ++c)
+          _mm512_store_ps(staged + j * hd + c * 16,
+                          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j * hd + c * 16))));
+      break;
+    }
+    case KvType::Q8:
+      for (int j = first; j < last; ++j) widen_q8<D>(block + j * hd, scales[j], staged + j * hd);
+      break;
+    case KvType::Q4:
+      if constexpr (D % 2 == 0)
+        for (int j = first; j < last; ++j) widen_q4<D>(block + j * hd / 2, scales + j * (D / 2), staged + j * hd);
+      break;
   }
-  const auto* h = reinterpret_cast<const uint16_t*>(block);
-  for (int j = first; j < last; ++j)
-    for (int c = 0; c < D; ++c)
-      _mm512_store_ps(staged + j * hd + c * 16,
-                      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + j * hd + c * 16))));
   return staged;
+}
+
+// Asks for a head block of the next cache block while this one is computed:
+// the blocks of one head are a block stride apart (every other head's and
+// layer's rows lie between), a jump the hardware prefetcher does not follow.
+inline void prefetch_block(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
 template <int D>
@@ -187,6 +236,9 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
   std::fill(l, l + nq, 0.0f);
   const int32_t lo = *std::min_element(begins, begins + n_rows);
   const int32_t hi = *std::max_element(ends, ends + n_rows);
+  // One head block: its 16 rows and their scales.
+  const size_t head_block_bytes =
+      kKeys * kv_row_total_bytes(kv.type, hd);
   alignas(64) float staged_k[kKeys * hd];
   alignas(64) float staged_v[kKeys * hd];
   for (int32_t blk0 = lo / kKeys * kKeys; blk0 < hi; blk0 += kKeys) {
@@ -194,11 +246,18 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
     // Keys some row of the tile reads; the others are never loaded (they may
     // be another sequence's leftovers, or never written).
     const int first = std::max(lo, blk0) - blk0, last = std::min(hi, blk0 + kKeys) - blk0;
-    const float* k = widen_rows<D>(kv.k_base + block * kv.block_stride, kv.type, first, last, staged_k);
+    if (blk0 + kKeys < hi) {
+      const size_t next = static_cast<size_t>(kv.block_ids[blk0 / kKeys + 1]) * kv.block_stride;
+      prefetch_block(kv.k_base + next, head_block_bytes);
+      if (kv.v_base != kv.k_base) prefetch_block(kv.v_base + next, head_block_bytes);
+    }
+    const float* k =
+        widen_rows<D>(kv.k_base + block * kv.block_stride, kv.type, kv.scales_offset, first, last, staged_k);
     // V rows outside [first, last) are never read: no zeroing needed.
     const float* v = kv.type == KvType::F32
                          ? reinterpret_cast<const float*>(kv.v_base + block * kv.block_stride)
-                         : widen_rows<D>(kv.v_base + block * kv.block_stride, kv.type, first, last, staged_v);
+                         : widen_rows<D>(kv.v_base + block * kv.block_stride, kv.type, kv.scales_offset, first,
+                                         last, staged_v);
     transpose_keys<D>(k, kt);
     scores_any<D>(qs, nq, kt, scale, s);
     for (int r = 0; r < n_rows; ++r) {
@@ -227,7 +286,8 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride) {
   if (kv.block_tokens != kKeys || n_rows > kMaxAttnRows || n_group > kMaxAttnGroup) return false;
-  if (kv.type != KvType::F32 && kv.type != KvType::F16) return false;
+  // q4 widens whole 32-element groups (head dims 32, 64, ..., 576).
+  if (kv.type == KvType::Q4 && head_dim % (2 * kKeys) != 0) return false;
   switch (head_dim) {
     case 16: attend_rows<1>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;
     case 32: attend_rows<2>(q, q_stride, n_rows, n_group, kv, begins, ends, scale, out, out_stride); return true;

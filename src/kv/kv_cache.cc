@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace duet {
 
@@ -14,8 +15,18 @@ KvCache::KvCache(const KvShape& shape, int32_t n_blocks, KvType type)
       row_scales_(kv_row_scales(type, shape.head_dim)),
       head_block_bytes_(kv_row_total_bytes(type, shape.head_dim) * kBlockTokens),
       pool_(n_blocks),
-      data_(static_cast<size_t>(shape.n_layers) * n_blocks * block_stride()) {
+      data_(allocate(static_cast<size_t>(shape.n_layers) * n_blocks * block_stride())) {
   assert(type != KvType::Q4 || shape.head_dim % 2 == 0);
+}
+
+// Huge pages: attention reads one head's rows of each block, a block stride
+// apart (256 KiB at Llama-2-7B's shape in f16), so with 4 KiB pages every
+// head block was a TLB miss. The pages are taken as blocks are first
+// written, not all at start.
+HugeBuffer KvCache::allocate(size_t bytes) {
+  auto b = HugeBuffer::allocate(bytes, "the KV cache");
+  if (!b.ok()) throw std::bad_alloc();  // as the std::vector it replaces would
+  return std::move(*b);
 }
 
 size_t KvCache::bytes_per_token(const KvShape& shape, KvType type) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "core/kv_format.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
@@ -95,7 +96,9 @@ class KvCache {
   int32_t row_scales_;       // one token's fp16 scales of one head
   size_t head_block_bytes_;  // kBlockTokens rows with their scales
   BlockPool pool_;
-  std::vector<uint8_t> data_;  // [n_layers][n_blocks][K,V (K only)][n_kv_heads] head blocks
+  static HugeBuffer allocate(size_t bytes);
+
+  HugeBuffer data_;  // [n_layers][n_blocks][K,V (K only)][n_kv_heads] head blocks
 };
 
 }  // namespace duet

@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <future>
+
 #include "server/http_connection.h"
 
 namespace duet::server {
@@ -31,6 +33,26 @@ Result<int> HttpServer::bind(const std::string& host, int port) {
   // starting at once must all get in.
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return err("cannot listen on ", host, ":", port, " (", ec.message(), ")");
+  accept();
+  return static_cast<int>(acceptor_.local_endpoint().port());
+}
+
+Listener HttpServer::release_listener() {
+  std::promise<Listener> released;
+  asio::post(io_, [this, &released] {
+    asio::error_code ec;
+    Listener l{acceptor_.local_endpoint(ec).protocol(), -1};
+    if (!ec) l.fd = acceptor_.release(ec);  // the pending accept ends, aborted
+    released.set_value(ec ? Listener{} : l);
+  });
+  return released.get_future().get();
+}
+
+Result<int> HttpServer::adopt(Listener listener) {
+  if (listener.fd < 0) return err("no listening socket to take over");
+  asio::error_code ec;
+  acceptor_.assign(listener.protocol, listener.fd, ec);
+  if (ec) return err("cannot take over the listening socket (", ec.message(), ")");
   accept();
   return static_cast<int>(acceptor_.local_endpoint().port());
 }

@@ -26,6 +26,14 @@ namespace duet::server {
 
 class HttpConnection;
 
+// A listening socket handed from one server to the next (the stand-in that
+// answers while the model loads, to the real one): clients that connect in
+// between wait in its backlog instead of being refused.
+struct Listener {
+  asio::ip::tcp protocol = asio::ip::tcp::v4();
+  int fd = -1;
+};
+
 class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
@@ -37,6 +45,11 @@ class HttpServer {
 
   // Binds and listens; returns the port (the chosen one for port 0).
   Result<int> bind(const std::string& host, int port);
+  // Any thread, while run() runs: stops accepting and gives up the
+  // listening socket, still listening, to the caller.
+  Listener release_listener();
+  // Accepts on a socket another server released; returns its port.
+  Result<int> adopt(Listener listener);
   // Runs the I/O thread on the caller until stop(), or until drain() has
   // seen every response end.
   void run();

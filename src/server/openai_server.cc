@@ -236,6 +236,8 @@ OpenAiServer::~OpenAiServer() = default;
 
 Result<int> OpenAiServer::bind() { return http_->bind(config_.host, config_.port); }
 
+Result<int> OpenAiServer::adopt(Listener listener) { return http_->adopt(listener); }
+
 bool OpenAiServer::listen() {
   http_->run();
   return true;

@@ -64,6 +64,8 @@ class OpenAiServer {
 
   // Binds the listening socket; returns the port (the chosen one for port 0).
   Result<int> bind();
+  // Or takes over a listening socket (StartupServer::hand_over).
+  Result<int> adopt(Listener listener);
   // Serves until stop(), or until a drain has ended; returns false if the
   // server failed.
   bool listen();

@@ -31,6 +31,13 @@ Result<int> StartupServer::start(const std::string& host, int port) {
   return bound;
 }
 
+Listener StartupServer::hand_over() {
+  if (!thread_.joinable()) return {};
+  const Listener l = http_->release_listener();
+  stop();
+  return l;
+}
+
 void StartupServer::stop() {
   if (!thread_.joinable()) return;
   http_->stop();

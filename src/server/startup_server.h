@@ -1,7 +1,7 @@
 // What answers on the server's port while the model loads, so that a load
 // balancer polling GET /health sees 503 {"status":"loading"} rather than a
 // refused connection, and any other request gets a 503 error saying why.
-// It holds the port until stop(); the real server binds it right after.
+// It holds the port until it hands the listening socket to the real server.
 #pragma once
 
 #include <memory>
@@ -24,6 +24,9 @@ class StartupServer {
   Result<int> start(const std::string& host, int port);
   // Closes the port and every connection; returns once the thread ended.
   void stop();
+  // Stops answering and returns the listening socket, still listening, for
+  // the real server to adopt: no client is refused in between.
+  Listener hand_over();
 
  private:
   std::unique_ptr<HttpServer> http_;

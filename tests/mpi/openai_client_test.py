@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+
+from mpi_ranks import rank0_of
 
 DUET, MODEL = sys.argv[1], sys.argv[2]
 CLIENT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../reference/openai")
@@ -34,19 +35,6 @@ def client(url: str) -> dict:
     if r.returncode != 0 or "all ok" not in r.stdout:
         raise SystemExit(f"FAIL: the client failed against {url}")
     return json.loads(next(line for line in r.stdout.splitlines() if line.startswith("{")))
-
-
-def rank0_of(launcher: int) -> int:
-    for _ in range(100):
-        for child in subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split():
-            try:
-                with open(f"/proc/{child}/environ", "rb") as f:
-                    if b"OMPI_COMM_WORLD_RANK=0" in f.read().split(b"\0"):
-                        return int(child)
-            except OSError:
-                pass
-        time.sleep(0.1)
-    raise SystemExit("FAIL: no rank 0")
 
 
 def main() -> int:

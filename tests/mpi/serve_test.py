@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.request
 
+from mpi_ranks import rank0_of
+
 DUET, MODEL = sys.argv[1], sys.argv[2]
 PROMPTS = ["Once upon a time", "The cat sat", "Lily wanted to", "One day, a big dog", "Tom and Sue"]
 
@@ -71,19 +73,6 @@ def answers(port: int) -> list[str]:
     for t in threads:
         t.join()
     return out
-
-
-def rank0_of(launcher: int) -> int:
-    for _ in range(100):
-        for child in subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split():
-            try:
-                with open(f"/proc/{child}/environ", "rb") as f:
-                    if b"OMPI_COMM_WORLD_RANK=0" in f.read().split(b"\0"):
-                        return int(child)
-            except OSError:
-                pass
-        time.sleep(0.1)
-    raise SystemExit("FAIL: no rank 0")
 
 
 def main() -> int:

@@ -153,6 +153,13 @@ class Replicas(unittest.TestCase):
         self.assertEqual(self.served_since(before, [3 + 3, 3]), [3 + 3, 3])
         print(f"round robin: 6 requests, 3 per replica, all greedy; /health before ready: {self.before_ready}")
 
+    def test_the_port_is_never_refused_once_it_answered(self):
+        # The loading stand-in hands its listening socket to the server: after
+        # the first 503 a poll gets 503 or 200, never a refused connection.
+        for seen in self.before_ready:
+            answered = seen[seen.index(503):] if 503 in seen else []
+            self.assertNotIn(0, answered, f"/health before ready: {seen}")
+
     def test_the_usage_gauge_rises_under_load_and_steers_the_least_loaded_pick(self):
         busy, idle = self.ports
         self.assertEqual(least_kv_usage(self.ports), busy)  # both idle: the first listed

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "server/cors.h"
 #include "server/embeddings_api.h"
@@ -227,6 +228,37 @@ TEST(Health, TheStartupServerAnswers503WhileTheModelLoads) {
   // The port is free again for the real server.
   server::StartupServer again(server::HttpLimits{});
   EXPECT_TRUE(again.start("127.0.0.1", *port).ok());
+}
+
+// The stand-in hands its listening socket to the real server: a client
+// that connects between the two is not refused but answered by the second.
+TEST(Health, AClientConnectingDuringTheHandOverIsServedNotRefused) {
+  server::StartupServer startup(server::HttpLimits{});
+  auto port = startup.start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  const server::Listener listener = startup.hand_over();
+  ASSERT_GE(listener.fd, 0);
+  RawSocket between(*port);  // nobody accepts now: it waits in the backlog
+  ASSERT_TRUE(between.ok()) << "refused during the hand-over";
+  ASSERT_TRUE(between.send_all("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  server::HttpServer real(
+      server::HttpLimits{}, 2,
+      [](const server::HttpRequest&, server::HttpResponse& res) {
+        res.set_content(R"({"status":"ok"})", "application/json");
+      },
+      [](int status, const std::string& message, server::HttpResponse& res) {
+        res.status = status;
+        res.set_content(message, "text/plain");
+      });
+  auto adopted = real.adopt(listener);
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message;
+  EXPECT_EQ(*adopted, *port);
+  std::thread io([&] { real.run(); });
+  const std::string reply = between.read_all();
+  real.stop();
+  io.join();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find(R"({"status":"ok"})"), std::string::npos) << reply;
 }
 
 Reply options(TestServer& s, const std::string& path, const httplib::Headers& h) {
