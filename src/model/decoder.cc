@@ -87,6 +87,8 @@ class DecoderModel final : public Model {
  private:
   Status check_layers() const;
   Status shard_layers();
+  Status shard_experts(LayerWeights& w);
+  void absorb_mla();
   // Under tensor parallelism, proj [n][dim] holds this rank's partial sum
   // of an output projection: the sum over ranks is the whole product.
   void join_ranks(int32_t n) {
@@ -242,33 +244,38 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     layers_.push_back(w);
   }
   DUET_TRY(check_layers());
-  if (c.mla()) {
-    const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
-    const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
-    std::vector<float> row(kvl);
-    for (const LayerWeights& w : layers_) {
-      const TensorView& t = *w.wkv_b;
-      std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
-      std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
-      for (size_t h = 0; h < heads; ++h)
-        for (size_t r = 0; r < nope + vd; ++r) {
-          type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
-                                          static_cast<int64_t>(kvl));
-          if (r < nope)
-            std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
-          else
-            for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
-        }
-    }
-  }
   if (c.moe()) {
     const size_t cells = static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_experts);
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
   config_.qkv_bias = layers_[0].bq != nullptr;
   if (comm_) DUET_TRY(shard_layers());
+  if (c.mla()) absorb_mla();
   DUET_TRY(pack_matrices());
   return bind_rope();
+}
+
+// The per-head halves of attn_kv_b as F32 tables for the absorbed path
+// (after sharding: this rank's heads).
+void DecoderModel::absorb_mla() {
+  const ModelConfig& c = config_;
+  const auto kvl = static_cast<size_t>(c.kv_lora_rank), nope = static_cast<size_t>(c.nope_dim());
+  const auto vd = static_cast<size_t>(c.v_head_dim), heads = static_cast<size_t>(c.n_heads);
+  std::vector<float> row(kvl);
+  for (const LayerWeights& w : layers_) {
+    const TensorView& t = *w.wkv_b;
+    std::vector<float>& uk = w_uk_.emplace_back(heads * nope * kvl);
+    std::vector<float>& uv_t = w_uv_t_.emplace_back(heads * kvl * vd);
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t r = 0; r < nope + vd; ++r) {
+        type_kernels(t.dtype)->to_float(t.row(static_cast<int64_t>(h * (nope + vd) + r)), row.data(),
+                                        static_cast<int64_t>(kvl));
+        if (r < nope)
+          std::copy(row.begin(), row.end(), &uk[(h * nope + r) * kvl]);
+        else
+          for (size_t j = 0; j < kvl; ++j) uv_t[(h * kvl + j) * vd + (r - nope)] = row[j];
+      }
+  }
 }
 
 // Every layer has the same optional parts: the flags in the config describe
@@ -292,6 +299,7 @@ Status DecoderModel::shard_layers() {
   const ModelConfig& c = config_;
   const int r = comm_->rank(), ranks = comm_->size();
   const int64_t q = c.q_dim() / ranks, kv = c.kv_dim() / ranks, ffn = c.ffn_dim / ranks;
+  const int64_t shared = c.shared_expert_ffn_dim / ranks;
   WeightBinder binder(file_, slices_);
   // A column range touches every row's pages: once copied, the mapped
   // pages of the whole matrix go back.
@@ -301,21 +309,64 @@ Status DecoderModel::shard_layers() {
     file_.drop_pages(*whole);
     return {};
   };
+  // Latent attention: the latent's projections (wq_a, wkv_a) and norms are
+  // whole on every rank, so each rank caches every token's latent; a head's
+  // rows of attn_kv_b decompress it for that head alone.
+  const int64_t mla_heads = c.n_heads / ranks, kv_b = mla_heads * (c.nope_dim() + c.v_head_dim);
+  const int64_t mla_att = mla_heads * c.v_head_dim;
   for (LayerWeights& w : layers_) {
     w.wq = binder.rows(*w.wq, r * q, q);
-    w.wk = binder.rows(*w.wk, r * kv, kv);
-    w.wv = binder.rows(*w.wv, r * kv, kv);
     w.bq = shards_.elements(w.bq, r * q, q);
-    w.bk = shards_.elements(w.bk, r * kv, kv);
-    w.bv = shards_.elements(w.bv, r * kv, kv);
-    w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
-    w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
-    DUET_TRY(split_columns(w.wo, r * q, q));
-    DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
+    if (c.mla()) {
+      w.wkv_b = binder.rows(*w.wkv_b, r * kv_b, kv_b);
+      DUET_TRY(split_columns(w.wo, r * mla_att, mla_att));
+    } else {
+      w.wk = binder.rows(*w.wk, r * kv, kv);
+      w.wv = binder.rows(*w.wv, r * kv, kv);
+      w.bk = shards_.elements(w.bk, r * kv, kv);
+      w.bv = shards_.elements(w.bv, r * kv, kv);
+      DUET_TRY(split_columns(w.wo, r * q, q));
+    }
+    if (w.w_gate) {  // a dense FFN (a mixture of experts' layers have none)
+      w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
+      w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
+      DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
+    }
+    if (w.shared_gate) {
+      w.shared_gate = binder.rows(*w.shared_gate, r * shared, shared);
+      w.shared_up = binder.rows(*w.shared_up, r * shared, shared);
+      DUET_TRY(split_columns(w.shared_down, r * shared, shared));
+    }
+    if (w.router) DUET_TRY(shard_experts(w));
   }
   config_.n_heads /= ranks;
   config_.n_kv_heads /= ranks;
   config_.ffn_dim /= ranks;
+  config_.expert_ffn_dim /= ranks;
+  config_.shared_expert_ffn_dim /= ranks;
+  return {};
+}
+
+// Each expert is split as a dense FFN is: this rank's rows of its gate and
+// up, the matching columns of its down. The router stays whole, so every
+// rank routes every token alike and reads 1/N of each active expert; the
+// allreduce after the layer's FFN joins the experts' partial sums.
+Status DecoderModel::shard_experts(LayerWeights& w) {
+  const int r = comm_->rank(), ranks = comm_->size();
+  const int64_t f = config_.expert_ffn_dim / ranks;
+  WeightBinder binder(file_, slices_);
+  for (ExpertMatrices* m : {&w.exp_gate, &w.exp_up}) {
+    for (const TensorView*& e : m->experts) e = binder.rows(*e, r * f, f);
+    m->stacked = nullptr;  // a rank's rows of every expert are no one range of the stack
+  }
+  ExpertMatrices& down = w.exp_down;
+  const std::string name = down.experts[0]->name.substr(0, down.experts[0]->name.find('['));
+  for (const TensorView*& e : down.experts) {
+    const TensorView* whole = e;
+    DUET_ASSIGN(e, shards_.block_columns(*whole, r * f, f, name));
+    file_.drop_pages(*whole);
+  }
+  down.stacked = nullptr;
   return {};
 }
 
@@ -383,7 +434,10 @@ Status DecoderModel::pack_experts(ExpertMatrices& m, int64_t rows_per_expert) {
   for (const TensorView*& e : m.experts) slots.push_back(&e);
   DUET_TRY(packed_.pack(slots));
   for (size_t e = 0; e < sources.size(); ++e)
-    if (m.experts[e] != sources[e]) file_.drop_pages(*sources[e]);
+    if (m.experts[e] != sources[e]) {
+      file_.drop_pages(*sources[e]);
+      shards_.release(sources[e]);
+    }
   return {};
 }
 
@@ -713,6 +767,7 @@ void DecoderModel::mla_attention_block(int layer, const Batch& batch, KvCache& c
   else
     mla_attend_absorbed(layer, batch, cache, pool);
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
+  join_ranks(n);
   add_residual(w.post_attn_norm, n, pool);
 }
 
@@ -944,6 +999,7 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
     }
   });
   if (w.shared_gate) shared_expert(w, n, pool);
+  join_ranks(n);
 }
 
 // The shared expert on every row, added after the routed ones, through

@@ -8,14 +8,18 @@ namespace duet {
 
 Status check_shardable(const ModelConfig& c, int ranks) {
   if (ranks <= 1) return {};
-  if (c.moe()) return err(c.arch, ": a mixture-of-experts model cannot run tensor-parallel yet (run it as one process)");
-  if (c.mla()) return err(c.arch, ": multi-head latent attention cannot run tensor-parallel yet (run it as one process)");
   if (c.n_kv_heads % ranks != 0)
     return err("cannot split ", c.n_kv_heads, " KV heads over ", ranks, " ranks: the rank count must divide the KV heads");
   if (c.n_heads % ranks != 0)
     return err("cannot split ", c.n_heads, " attention heads over ", ranks, " ranks: the rank count must divide the heads");
   if (c.ffn_dim % ranks != 0)
     return err("cannot split the FFN width ", c.ffn_dim, " over ", ranks, " ranks: the rank count must divide it");
+  if (c.expert_ffn_dim % ranks != 0)
+    return err("cannot split the expert FFN width ", c.expert_ffn_dim, " over ", ranks,
+               " ranks: the rank count must divide it");
+  if (c.shared_expert_ffn_dim % ranks != 0)
+    return err("cannot split the shared expert's FFN width ", c.shared_expert_ffn_dim, " over ", ranks,
+               " ranks: the rank count must divide it");
   return {};
 }
 
@@ -53,6 +57,16 @@ Result<const TensorView*> ShardSlicer::columns(const TensorView& m, int64_t firs
   v.data = bytes.data();
   v.nbytes = bytes.size();
   return &v;
+}
+
+Result<const TensorView*> ShardSlicer::block_columns(const TensorView& m, int64_t first, int64_t count,
+                                                     const std::string& whole_name) {
+  const int64_t block = traits(m.dtype).block_elems;
+  if (first % block != 0 || count % block != 0)
+    return err(whole_name, ": its ", count, " columns per rank (from column ", first, ") are not whole ",
+               dtype_name(m.dtype), " blocks of ", block,
+               ": run a rank count that splits the expert width into whole blocks, or quantize to a type with smaller blocks");
+  return columns(m, first, count);
 }
 
 void ShardSlicer::release(const TensorView* view) {

@@ -1,6 +1,8 @@
 // One rank's part of a tensor-parallel model (docs/scaling.md): of N ranks,
 // rank r keeps query heads [r·H/N, (r+1)·H/N) with their KV heads, and FFN
-// columns [r·F/N, (r+1)·F/N). q, k, v, gate and up are split by output rows
+// columns [r·F/N, (r+1)·F/N) — of the dense FFN, of every expert and of a
+// shared expert alike (a router is whole on every rank, so all ranks route
+// every token the same way). q, k, v, gate and up are split by output rows
 // (each rank computes its heads' and columns' outputs); the attention output
 // and FFN down projections are split by input columns, so each rank's
 // product is a partial sum of the full one, and an allreduce joins them.
@@ -17,8 +19,8 @@
 
 namespace duet {
 
-// Why `c` cannot be split over `ranks` ranks (heads, KV heads or FFN width
-// not divisible; experts and latent attention not split yet), or nothing.
+// Why `c` cannot be split over `ranks` ranks (heads, KV heads, FFN or expert
+// widths not divisible), or nothing.
 Status check_shardable(const ModelConfig& c, int ranks);
 
 // Column ranges of matrices and element ranges of vectors, as views that
@@ -29,6 +31,11 @@ class ShardSlicer {
  public:
   // Columns [first, first + count) of every row of `m` (file layout).
   Result<const TensorView*> columns(const TensorView& m, int64_t first, int64_t count);
+  // The same, but an error naming `whole_name` where the range is not whole
+  // blocks: for experts, whose bytes are most of a model, an F32 copy is no
+  // fallback.
+  Result<const TensorView*> block_columns(const TensorView& m, int64_t first, int64_t count,
+                                          const std::string& whole_name);
   // Elements [first, first + count) of an F32 vector; null stays null.
   const TensorView* elements(const TensorView* v, int64_t first, int64_t count);
   // Frees the bytes behind `view` if it is one of this slicer's column

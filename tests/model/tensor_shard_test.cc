@@ -105,9 +105,38 @@ TEST(TensorShard, RefusesShapesThatDoNotSplit) {
   EXPECT_NE(ffn.error().message.find("FFN width 90"), std::string::npos) << ffn.error().message;
   c.ffn_dim = 96;
   c.n_experts = 8;
-  Status moe = check_shardable(c, 2);
-  ASSERT_FALSE(moe.ok());
-  EXPECT_NE(moe.error().message.find("mixture-of-experts"), std::string::npos) << moe.error().message;
+  c.expert_ffn_dim = 64;
+  c.shared_expert_ffn_dim = 128;
+  EXPECT_TRUE(check_shardable(c, 2).ok());
+  c.expert_ffn_dim = 66;
+  Status experts = check_shardable(c, 4);
+  ASSERT_FALSE(experts.ok());
+  EXPECT_NE(experts.error().message.find("expert FFN width 66"), std::string::npos) << experts.error().message;
+  c.expert_ffn_dim = 64;
+  c.shared_expert_ffn_dim = 130;
+  Status shared = check_shardable(c, 4);
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.error().message.find("shared expert's FFN width 130"), std::string::npos) << shared.error().message;
+  c.shared_expert_ffn_dim = 128;
+  c.kv_lora_rank = 32;  // latent attention splits by heads
+  EXPECT_TRUE(check_shardable(c, 2).ok());
+}
+
+// An expert's columns: whole blocks as a dense matrix's are; split blocks
+// are refused by the whole tensor's name, not copied to F32.
+TEST(TensorShard, ExpertColumnsMustBeWholeBlocks) {
+  Q8Matrix m;
+  ShardSlicer s;
+  auto whole = s.block_columns(m.view, 32, 64, "blk.0.ffn_down_exps.weight");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ((*whole)->dtype, DType::Q8_0);
+  expect_columns(m, **whole, 32, 64);
+  auto split = s.block_columns(m.view, 48, 40, "blk.0.ffn_down_exps.weight");
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.error().message.find("blk.0.ffn_down_exps.weight: its 40 columns per rank (from column 48) are not whole Q8_0 blocks of 32"),
+            std::string::npos)
+      << split.error().message;
+  EXPECT_TRUE(s.notes().empty());
 }
 
 }  // namespace

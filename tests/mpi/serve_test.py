@@ -1,6 +1,8 @@
 """`duet serve` under `mpirun -np 2` answers as one process does: the same
 greedy completions for concurrent requests (streamed and not), a stream
 the client abandons midway, then a clean stop when rank 0 gets SIGTERM.
+Of a mixture of experts, /metrics' routing statistics (rank 0's) are one
+process's too.
 Usage: serve_test.py DUET MODEL"""
 import json
 import os
@@ -42,6 +44,12 @@ def complete(port: int, prompt: str, stream: bool) -> str:
         return text
 
 
+def expert_loads(port: int) -> list[str]:
+    """/metrics' expert-load lines (none for a dense model)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
+        return [line for line in r.read().decode().splitlines() if line.startswith("duet_moe_expert_load")]
+
+
 def abandon_stream(port: int) -> None:
     """Reads the first streamed event of a long request, then hangs up."""
     body = json.dumps({"prompt": "Once", "max_tokens": 100, "temperature": 0, "stream": True}).encode()
@@ -71,12 +79,14 @@ def main() -> int:
     serve = ["serve", "-m", MODEL, "--port", "0", "-t", "1", "--max-seqs", "4"]
     one, port = start([DUET, *serve])
     expected = answers(port)
+    expected_loads = expert_loads(port)
     one.send_signal(signal.SIGTERM)
     one.wait(timeout=30)
 
     two, port = start(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", DUET, *serve])
     try:
         got = answers(port)
+        loads = expert_loads(port)
         abandon_stream(port)
         after = complete(port, PROMPTS[0], stream=False)  # still answering after the hang-up
     finally:
@@ -89,6 +99,12 @@ def main() -> int:
     print(f"after an abandoned stream: {after!r}; stopped in {stop_s:.1f} s with status {rc}")
     if got != expected or not all(expected):
         print("FAIL: two ranks answered differently")
+        return 1
+    print(f"{len(expected_loads)} expert-load lines on /metrics")
+    if loads != expected_loads:
+        print("FAIL: the routing statistics differ:")
+        for a, b in zip(expected_loads, loads):
+            print(f"  one {a}\n  two {b}")
         return 1
     if after != expected[0]:
         print("FAIL: the answer after an abandoned stream differs")

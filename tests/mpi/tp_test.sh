@@ -3,6 +3,10 @@
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
 #   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
 #   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
+#   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe, deepseek2): logits, then 64 greedy tokens
+#   moe-qwen2              a Qwen2-MoE checkpoint folder (a gated shared expert): logits; greedy of its GGUF
+#   serve-moe              duet serve of a Mixtral (tests/mpi/serve_test.py): answers and /metrics' routing
+#   moe-unsplittable       Q4_K experts of 128 columns per rank: rank 0's error naming the tensor
 #   perplexity             duet perplexity (several KV caches in turn) agrees
 #   unsplittable           3 KV heads over 2 ranks: rank 0's error, before any work
 #   rank-death RANK        kill -9 one rank mid-generation: mpirun exits nonzero within seconds
@@ -29,6 +33,58 @@ synth() {  # ARCH OUT
     --vocab-size 512 --seed 7 -o "$2" >/dev/null 2>&1 || fail "synth $1"
 }
 
+# A scaled-down Mixtral, Qwen3-MoE or DeepSeek-V2 with stories260K's
+# tokenizer: 256 of each expert's 512 columns per rank (and of the
+# attention output's), so quantized products match too.
+# Experts' partial outputs are weighted before the ranks sum them, so a
+# layer's output can differ from one process's in its last bit; a quantized
+# model rounds its activations to int8, where such a bit can move a value a
+# whole step (or flip a router's near-tie), about 0.1-0.3 % of a logit. The
+# seeds are ones where nothing moves here (seed 7 of qwen3moe at Q4_0, of
+# deepseek2 at Q8_0 move), and quantized logits are allowed 1 %: a missing
+# or doubled partial sum moves them by tens of percent.
+synth_moe() {  # LIKE OUT [EXPERT_FFN]
+  local shape=() seed=8
+  case $1 in
+    mixtral) shape=(--like mixtral-8x7b --heads 8 --kv-heads 4 --head-dim 64 --experts 8 --experts-used 2) ;;
+    qwen3moe) shape=(--like qwen3-30b-a3b --heads 8 --kv-heads 4 --head-dim 64 --experts 16 --experts-used 4) ;;
+    # Latent attention: 8 heads of nope 64 + rope 32, values of 64, a
+    # latent of 128, q through a bottleneck of 256; layer 0 dense; 2
+    # shared experts.
+    deepseek2) shape=(--like deepseek-v2-lite --heads 8 --head-dim 96 --rope-dim 32 --v-head-dim 64 --kv-lora-rank 128
+                      --q-lora-rank 256 --dense-layers 1 --experts 8 --experts-used 2 --shared-experts 2) ;;
+    *) fail "no MoE shape $1" ;;
+  esac
+  "$DUET" synth "${shape[@]}" --vocab "$SHARED/models/stories260K/stories260K.gguf" --ctx 256 --dim 512 \
+    --ffn 512 --layers 2 --expert-ffn "${3:-512}" --seed "$seed" -o "$2" >/dev/null 2>&1 || fail "synth $1"
+}
+
+# 64 greedy tokens of MODEL, one process against two ranks (and two ranks
+# with the model as its own speculative draft). A random-weight model's
+# text is mostly byte tokens, so its tokens are counted, not its words.
+greedy_check() {  # MODEL MIN_WORDS
+  local model=$1 min_words=$2
+  run=(run -m "$model" -p "Once upon a time" -n 64 --temp 0 --ignore-eos -t 1 -c 48 --kv-window 32 --kv-sinks 4)
+  "$DUET" "${run[@]}" --json >"$TMP/one.txt" 2>"$TMP/one.json" || fail "one process"
+  "${MPIRUN[@]}" "$DUET" "${run[@]}" >"$TMP/two.txt" 2>"$TMP/two.err" || { cat "$TMP/two.err"; fail "two ranks"; }
+  echo "one: $(cat "$TMP/one.txt")"
+  echo "two: $(cat "$TMP/two.txt")"
+  [ "$(wc -w <"$TMP/one.txt")" -gt "$min_words" ] || fail "too little text"
+  python3 - "$TMP/one.json" <<'PY' || fail "want 64 generated tokens"
+import json, sys
+ids = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["generated_ids"]
+print(f"{len(ids)} tokens generated, {len(set(ids))} distinct")
+sys.exit(0 if len(ids) == 64 else 1)
+PY
+  cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
+  # Speculative decoding: the draft model runs unsharded on rank 0, the
+  # target verifies several tokens per pass across the ranks.
+  "${MPIRUN[@]}" "$DUET" "${run[@]}" --draft "$model" --draft-max 4 >"$TMP/spec.txt" 2>"$TMP/spec.err" \
+    || { cat "$TMP/spec.err"; fail "two ranks, speculative"; }
+  grep -q "drafts accepted" "$TMP/spec.err" || fail "no speculation happened"
+  cmp "$TMP/one.txt" "$TMP/spec.txt" || fail "speculative greedy text differs"
+}
+
 case $CASE in
   logits)
     arch=$1 type=$2 btl=$3
@@ -46,19 +102,48 @@ case $CASE in
   greedy)
     model=$1
     [ -f "$model" ] || model="$SHARED/models/$1/$1.gguf"
-    run=(run -m "$model" -p "Once upon a time" -n 64 --temp 0 --ignore-eos -t 1 -c 48 --kv-window 32 --kv-sinks 4)
-    "$DUET" "${run[@]}" >"$TMP/one.txt" 2>/dev/null || fail "one process"
-    "${MPIRUN[@]}" "$DUET" "${run[@]}" >"$TMP/two.txt" 2>"$TMP/two.err" || { cat "$TMP/two.err"; fail "two ranks"; }
-    echo "one: $(cat "$TMP/one.txt")"
-    echo "two: $(cat "$TMP/two.txt")"
-    [ "$(wc -w <"$TMP/one.txt")" -gt 30 ] || fail "too little text"
-    cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
-    # Speculative decoding: the draft model runs unsharded on rank 0, the
-    # target verifies several tokens per pass across the ranks.
-    "${MPIRUN[@]}" "$DUET" "${run[@]}" --draft "$model" --draft-max 4 >"$TMP/spec.txt" 2>"$TMP/spec.err" \
-      || { cat "$TMP/spec.err"; fail "two ranks, speculative"; }
-    grep -q "drafts accepted" "$TMP/spec.err" || fail "no speculation happened"
-    cmp "$TMP/one.txt" "$TMP/spec.txt" || fail "speculative greedy text differs"
+    greedy_check "$model" 30
+    ;;
+  moe)
+    like=$1 type=$2 btl=$3
+    synth_moe "$like" "$TMP/f32.gguf"
+    model="$TMP/f32.gguf"
+    if [ "$type" != f32 ]; then
+      "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" "$type" >/dev/null 2>&1 || fail "quantize $type"
+      model="$TMP/q.gguf"
+    fi
+    "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
+      || fail "two ranks"
+    tol=1e-2
+    [ "$type" = f32 ] && tol=1e-5
+    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" "$tol" || fail "logits differ"
+    greedy_check "$model" 0
+    ;;
+  moe-qwen2)
+    # Python with torch (tests/CMakeLists.txt: DUET_PYTHON).
+    PYTHONDONTWRITEBYTECODE=1 "${DUET_PYTHON:-/usr/bin/python3}" "$SRC/tests/mpi/qwen2moe_folder.py" "$SRC" "$SHARED" "$TMP/qwen2moe" || fail "write the checkpoint"
+    "$DUET" logits -m "$TMP/qwen2moe" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
+    "${MPIRUN[@]}" "$DUET" logits -m "$TMP/qwen2moe" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 || fail "two ranks"
+    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" 1e-5 || fail "logits differ"
+    "$DUET" convert --from hf "$TMP/qwen2moe" -o "$TMP/qwen2moe.gguf" >/dev/null 2>&1 || fail "convert"
+    greedy_check "$TMP/qwen2moe.gguf" 0
+    ;;
+  serve-moe)
+    synth_moe mixtral "$TMP/mixtral.gguf"
+    python3 "$SRC/tests/mpi/serve_test.py" "$DUET" "$TMP/mixtral.gguf" || fail "serve"
+    ;;
+  moe-unsplittable)
+    synth_moe mixtral "$TMP/f32.gguf" 256
+    "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" q4_k >/dev/null 2>&1 || fail "quantize q4_k"
+    timeout 30 "${MPIRUN[@]}" "$DUET" logits -m "$TMP/q.gguf" --tokens "1 2 3" -o "$TMP/out.bin" -t 1 \
+      >"$TMP/out.txt" 2>&1
+    rc=$?
+    cat "$TMP/out.txt"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc (want an error, not success or a hang)"
+    [ "$(grep -c 'duet: error: .*blk.0.ffn_down_exps.weight: its 128 columns per rank .* not whole' "$TMP/out.txt")" -eq 1 ] \
+      || fail "want the expert split error naming the tensor exactly once (from rank 0)"
+    [ ! -e "$TMP/out.bin" ] || fail "logits were written"
     ;;
   perplexity)
     # Windows of their own KV caches, scored by forward passes called directly.
