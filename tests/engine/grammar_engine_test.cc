@@ -156,8 +156,9 @@ TEST_F(GrammarEngine, TimingsCountTheGrammarsWork) {
   RequestTimings constrained, free;
   for (auto [grammar, timings] : {std::pair{g, &constrained}, std::pair{std::shared_ptr<const Grammar>(), &free}}) {
     RequestParams p = params(grammar, 5, 24);
-    ASSERT_TRUE(e.submit(encode("Once"), p, [timings](const TokenEvent& ev) {
-                   if (ev.finished) *timings = *ev.timings;
+    RequestTimings* out = timings;  // a structured binding cannot be captured (clang 14)
+    ASSERT_TRUE(e.submit(encode("Once"), p, [out](const TokenEvent& ev) {
+                   if (ev.finished) *out = *ev.timings;
                  }).ok());
     ASSERT_TRUE(e.run_until_idle().ok());
   }
