@@ -266,9 +266,31 @@ TEST(MlaLoad, MissingKvLoraRank) {
   EXPECT_NE(m.error().message.find("deepseek2.attention.kv_lora_rank"), std::string::npos) << m.error().message;
 }
 
-TEST(MlaLoad, YarnIsRefusedClearly) {
-  const std::string e = load_error({{"deepseek2.rope.scaling.type", GgufValue::of_string("yarn")}});
-  EXPECT_NE(e.find("unsupported rope.scaling.type 'yarn'"), std::string::npos) << e;
+// DeepSeek-V2-Lite's YaRN (factor 40 over 4096, log multiplier 0.0707):
+// it loads with the attention scale grown by (1 + 0.0707 ln 40)^2, and each
+// missing or contradictory key is named.
+TEST(MlaLoad, YarnLoadsAndItsBadKeysAreNamed) {
+  const std::pair<std::string, GgufValue> type{"deepseek2.rope.scaling.type", GgufValue::of_string("yarn")};
+  const std::pair<std::string, GgufValue> factor{"deepseek2.rope.scaling.factor", GgufValue::of_f32(40.0f)};
+  const std::pair<std::string, GgufValue> orig{"deepseek2.rope.scaling.original_context_length", GgufValue::of_u32(4096)};
+  const std::pair<std::string, GgufValue> log_mul{"deepseek2.rope.scaling.yarn_log_multiplier",
+                                                  GgufValue::of_f32(0.0707f)};
+  EXPECT_NE(load_error({type}).find("rope.scaling.factor"), std::string::npos) << load_error({type});
+  EXPECT_NE(load_error({type, factor}).find("original_context_length"), std::string::npos);
+  const std::string betas = load_error({type, factor, orig,
+                                        {"deepseek2.rope.scaling.yarn_beta_fast", GgufValue::of_f32(1.0f)},
+                                        {"deepseek2.rope.scaling.yarn_beta_slow", GgufValue::of_f32(32.0f)}});
+  EXPECT_NE(betas.find("beta_fast > beta_slow"), std::string::npos) << betas;
+
+  testing::TempDir dir;
+  const std::string plain_path = synth(dir);
+  auto plain = Model::load(plain_path);
+  auto yarn = Model::load(rewrite(dir, plain_path, {type, factor, orig, log_mul}));
+  ASSERT_TRUE(plain.ok() && yarn.ok()) << (yarn.ok() ? "" : yarn.error().message);
+  const float m = 1.0f + 0.0707f * std::log(40.0f);
+  EXPECT_NEAR((*yarn)->config().attn_scale(), (*plain)->config().attn_scale() * m * m, 1e-6f);
+  EXPECT_EQ((*yarn)->config().yarn.orig_ctx, 4096);
+  EXPECT_EQ((*yarn)->config().rope_attn_factor, 1.0f);  // DeepSeek scales attention, not the rotated dims
 }
 
 }  // namespace
