@@ -34,7 +34,11 @@ Result<int> StartupServer::start(const std::string& host, int port) {
 Listener StartupServer::hand_over() {
   if (!thread_.joinable()) return {};
   const Listener l = http_->release_listener();
-  stop();
+  // Answers already begun are finished (their 503s); only then does the
+  // stand-in close.
+  http_->drain();
+  thread_.join();
+  http_.reset();
   return l;
 }
 

@@ -85,19 +85,29 @@ PY
   cmp "$TMP/one.txt" "$TMP/spec.txt" || fail "speculative greedy text differs"
 }
 
+# $TMP/f32.gguf as TYPE (quantized beside it unless f32); prints the path,
+# or fails.
+of_type() {
+  if [ "$1" = f32 ]; then echo "$TMP/f32.gguf"; return; fi
+  "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" "$1" >/dev/null 2>&1 || return 1
+  echo "$TMP/q.gguf"
+}
+
+# MODEL's logits under two ranks (over BTL) equal one process's within TOL.
+same_logits() {
+  local model=$1 btl=$2 tol=$3
+  "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
+  "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
+    || fail "two ranks"
+  python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" "$tol" || fail "logits differ"
+}
+
 case $CASE in
   logits)
     arch=$1 type=$2 btl=$3
     synth "$arch" "$TMP/f32.gguf"
-    model="$TMP/f32.gguf"
-    if [ "$type" != f32 ]; then
-      "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" "$type" >/dev/null 2>&1 || fail "quantize $type"
-      model="$TMP/q.gguf"
-    fi
-    "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
-    "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
-      || fail "two ranks"
-    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" 1e-5 || fail "logits differ"
+    model=$(of_type "$type") || fail "quantize $type"
+    same_logits "$model" "$btl" 1e-5
     ;;
   greedy)
     model=$1
@@ -107,17 +117,10 @@ case $CASE in
   moe)
     like=$1 type=$2 btl=$3
     synth_moe "$like" "$TMP/f32.gguf"
-    model="$TMP/f32.gguf"
-    if [ "$type" != f32 ]; then
-      "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" "$type" >/dev/null 2>&1 || fail "quantize $type"
-      model="$TMP/q.gguf"
-    fi
-    "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/one.bin" -t 1 2>/dev/null || fail "one process"
-    "${MPIRUN[@]}" --mca btl "$btl" "$DUET" logits -m "$model" --tokens "$TOKENS" -o "$TMP/two.bin" -t 1 \
-      || fail "two ranks"
+    model=$(of_type "$type") || fail "quantize $type"
     tol=1e-2
     [ "$type" = f32 ] && tol=1e-5
-    python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" "$tol" || fail "logits differ"
+    same_logits "$model" "$btl" "$tol"
     greedy_check "$model" 0
     ;;
   moe-qwen2)

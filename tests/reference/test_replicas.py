@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -21,10 +22,18 @@ MODEL = os.path.join(SHARED, "models/stories260K/stories260K.gguf")
 PROMPTS = ["Once upon a time", "The cat sat", "Lily wanted to"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """n distinct free ports: the sockets stay bound until all are chosen,
+    or the kernel could hand the same port out twice (then the second
+    replica cannot listen and the test fails at once)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -63,18 +72,21 @@ def complete(port: int, prompt: str) -> str:
         return json.load(r)["choices"][0]["text"]
 
 
-def wait_ready(port: int, proc: subprocess.Popen, seconds: float = 30) -> list[int]:
+def wait_ready(port: int, proc: subprocess.Popen, log, seconds: float = 30) -> list[int]:
     """Polls /health until 200; returns the statuses seen before (a refused
-    connection is 0)."""
+    connection is 0, another failure -1)."""
     seen = []
     end = time.time() + seconds
     while time.time() < end:
         if proc.poll() is not None:
-            raise AssertionError(f"replica on :{port} exited with {proc.returncode}")
+            log.seek(0)
+            raise AssertionError(f"replica on :{port} exited with {proc.returncode}: {log.read()[-2000:]}")
         try:
             status, _ = get(port, "/health")
-        except OSError:
+        except ConnectionRefusedError:
             status = 0
+        except OSError:  # reset or cut short, but not refused
+            status = -1
         if status == 200:
             return seen
         seen.append(status)
@@ -105,11 +117,13 @@ def least_kv_usage(ports: list[int]) -> int:
 class Replicas(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.ports = [free_port(), free_port()]
+        cls.ports = free_ports(2)
+        cls.logs = [tempfile.TemporaryFile(mode="w+") for _ in cls.ports]
         cls.procs = [subprocess.Popen([DUET, "serve", "-m", MODEL, "--port", str(p), "-t", "1", "--ctx", "2048",
                                        "--max-seqs", "4", "--probe-mib", "0"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in cls.ports]
-        cls.before_ready = [wait_ready(p, proc) for p, proc in zip(cls.ports, cls.procs)]
+                                      stdout=subprocess.DEVNULL, stderr=log)
+                     for p, log in zip(cls.ports, cls.logs)]
+        cls.before_ready = [wait_ready(p, proc, log) for p, proc, log in zip(cls.ports, cls.procs, cls.logs)]
 
     @classmethod
     def tearDownClass(cls):
