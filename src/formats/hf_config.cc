@@ -380,8 +380,11 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (c.model.arch == "phi3") {
     double partial = 1.0;
     DUET_TRY(read_float(j, "partial_rotary_factor", src, &partial));
+    // Checked before the product is made an int: a huge factor overflowed it.
+    if (!(partial > 0.0 && partial <= 1.0))
+      return err(src, ": partial_rotary_factor ", partial, " must be in (0, 1]");
     c.model.rope_dim = static_cast<int32_t>(c.model.head_dim * partial);
-    if (!(partial > 0.0 && partial <= 1.0) || c.model.rope_dim % 2 != 0)
+    if (c.model.rope_dim % 2 != 0)
       return err(src, ": partial_rotary_factor ", partial, " must give an even number of rotated dims");
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
   }
