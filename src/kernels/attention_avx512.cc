@@ -175,7 +175,7 @@ inline void widen_q4(const uint8_t* row, const uint16_t* scales, float* out) {
 
 // The rows [first, last) of one head block's K or V as f32 rows of D * 16,
 // the others zero (the transposes read all 16; no row outside is ever
-// weighted). `scales` is where a quantized block keeps its fp16 scales.
+// weighted). A quantized block keeps its fp16 scales scales_offset bytes in.
 template <int D>
 const float* widen_rows(const uint8_t* block, KvType type, size_t scales_offset, int first, int last,
                         float* staged) {
