@@ -10,6 +10,9 @@
 #include <optional>
 #include <random>
 
+#include "cli/bench_grammar.h"
+#include "cli/bench_memory.h"
+#include "cli/bench_spread.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/grammar_option.h"
@@ -18,7 +21,6 @@
 #include "cli/roofline_chart.h"
 #include "cli/target_model.h"
 #include "dist/communicator.h"
-#include "core/memory_info.h"
 #include "engine/engine.h"
 #include "kernels/roofline.h"
 #include "model/model.h"
@@ -42,20 +44,6 @@ struct BenchOptions {
   std::string kv_type = "f16";
   GrammarOptions grammar;  // given: also time decode under this grammar
 };
-
-struct Spread {
-  double mean = 0, stdev = 0;
-};
-
-Spread spread(const std::vector<double>& v) {
-  Spread s;
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  for (double x : v) s.stdev += (x - s.mean) * (x - s.mean);
-  s.stdev = v.size() > 1 ? std::sqrt(s.stdev / static_cast<double>(v.size() - 1)) : 0.0;
-  return s;
-}
 
 // Times one phase through the engine, from an empty cache (no prefix
 // caching): prefill is n prompt tokens until the first token, decode is n
@@ -113,84 +101,6 @@ std::vector<PhaseResult> bench_model(Engine& engine, const BenchOptions& o) {
   return out;
 }
 
-// Decode under a grammar against decode without it. Each repetition runs
-// the two back to back with the same sampler and seed (temperature 0.8,
-// top-k 40: greedy on random weights repeats one token inside the first
-// string, which would time one cached mask), so the machine's load drifts
-// hit both alike. ITL is compared over the tokens both runs made: the
-// grammar may end its run early, and later tokens attend to more KV.
-struct GrammarCost {
-  std::vector<double> free_ms, constrained_ms;  // mean ITL per repetition
-  std::vector<double> grammar_ms;               // per token, timed inside the engine
-  std::vector<int32_t> n_tokens;                // tokens compared per repetition
-};
-
-// When each generated token was sampled, in seconds from submission.
-RequestTimings decode_timings(Engine& engine, int32_t first, int32_t n, std::shared_ptr<const Grammar> grammar,
-                              uint64_t seed) {
-  RequestParams params;
-  params.sampling.seed = seed;
-  params.ignore_eos = true;
-  params.max_tokens = n;
-  params.grammar = std::move(grammar);
-  RequestTimings timings;
-  auto id = engine.submit({first}, params, [&](const TokenEvent& ev) {
-    if (ev.finished) timings = *ev.timings;
-  });
-  if (!id || !engine.run_until_idle()) return {};
-  return timings;
-}
-
-double mean_itl_ms(const std::vector<double>& times, size_t n) {
-  return 1000.0 * (times[n - 1] - times[0]) / static_cast<double>(n - 1);
-}
-
-Result<GrammarCost> grammar_cost(Engine& engine, const BenchOptions& o, std::shared_ptr<const Grammar> grammar) {
-  const int32_t first = engine.model().tokenizer().bos_id() >= 0 ? engine.model().tokenizer().bos_id() : 0;
-  decode_timings(engine, first, 8, grammar, 1);  // builds the vocabulary's trie, pages the weights in
-  GrammarCost c;
-  for (int32_t r = 0; r < o.reps; ++r) {
-    const auto seed = static_cast<uint64_t>(r + 1);
-    const std::vector<double> free = decode_timings(engine, first, o.n_gen, nullptr, seed).token_times;
-    const RequestTimings constrained = decode_timings(engine, first, o.n_gen, grammar, seed);
-    const size_t n = std::min(free.size(), constrained.token_times.size());
-    if (n < 2)
-      return err("the grammar let the model write ", constrained.token_times.size(), " tokens: too few to time");
-    c.free_ms.push_back(mean_itl_ms(free, n));
-    c.constrained_ms.push_back(mean_itl_ms(constrained.token_times, n));
-    c.grammar_ms.push_back(1000.0 * constrained.grammar_seconds / static_cast<double>(constrained.token_times.size()));
-    c.n_tokens.push_back(static_cast<int32_t>(n));
-  }
-  return c;
-}
-
-nlohmann::json report_grammar_cost(const GrammarCost& c, const std::string& model, double compile_ms, bool json) {
-  const Spread f = spread(c.free_ms), g = spread(c.constrained_ms);
-  std::vector<double> ratios;
-  for (size_t r = 0; r < c.free_ms.size(); ++r) ratios.push_back(c.constrained_ms[r] / c.free_ms[r]);
-  const Spread ratio = spread(ratios);
-  // A burst of other work on a shared machine lands in one run of a pair:
-  // the median of the pairs' ratios is steadier than their mean.
-  std::vector<double> sorted = ratios;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t mid = sorted.size() / 2;
-  const double median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  // The engine's own account of the grammar's time: far less noisy than a
-  // difference of two ITLs on a shared machine.
-  const Spread gm = spread(c.grammar_ms);
-  const double share = gm.mean / f.mean;
-  if (!json)
-    std::printf("grammar %s: ITL %.2f ± %.2f ms free, %.2f ± %.2f ms constrained, ratio %.3f ± %.3f (median %.3f); "
-                "grammar work %.3f ± %.3f ms/token = %.2f%% of free ITL (%d tokens, compiled in %.2f ms)\n",
-                model.c_str(), f.mean, f.stdev, g.mean, g.stdev, ratio.mean, ratio.stdev, median, gm.mean, gm.stdev,
-                100.0 * share, c.n_tokens.front(), compile_ms);
-  return {{"model", model}, {"test", "grammar"}, {"itl_ms", f.mean}, {"itl_constrained_ms", g.mean},
-          {"ratio", ratio.mean}, {"ratio_stdev", ratio.stdev}, {"ratio_median", median},
-          {"samples_ratio", ratios},
-          {"grammar_ms_per_token", gm.mean}, {"samples_grammar_ms", c.grammar_ms}, {"grammar_share_of_itl", share},
-          {"n_tokens", c.n_tokens}, {"compile_ms", compile_ms}};
-}
-
 // One sequence at a time, every prompt token in one step, nothing reused
 // between repetitions.
 EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvType kv_type) {
@@ -203,37 +113,6 @@ EngineConfig bench_engine_config(const BenchOptions& o, int32_t n_threads, KvTyp
   c.scheduler.max_batch_tokens = max_tokens;
   c.scheduler.prefix_caching = false;
   return c;
-}
-
-// Resident memory after the runs (every weight touched) beside what it
-// should be: the weights once (mapped in place, or packed in place of their
-// file bytes) plus the KV cache, with nothing copied twice.
-nlohmann::json memory_report(const Model& m, const Engine& engine, bool no_mmap) {
-  size_t weights = 0;
-  for (const TensorView& t : m.file().tensors()) weights += t.nbytes;
-  const Model::WeightCopies copies = m.weight_copies();
-  // A --no-mmap copy keeps the bytes packing replaced; a mapping gives them back.
-  const size_t replaced = no_mmap ? 0 : copies.file_bytes_replaced;
-  const size_t kv = engine.cache().bytes_total();
-  const double expected = static_cast<double>(weights - replaced + copies.bytes + kv);
-  const ResidentMemory rss = resident_memory();
-  return {{"weight_bytes", weights},      {"packed_bytes", copies.bytes},
-          {"packed_replaced_bytes", replaced}, {"kv_bytes", kv},
-          {"expected_bytes", expected},   {"rss_bytes", rss.total},
-          {"rss_anon_bytes", rss.anon},   {"rss_file_bytes", rss.file},
-          {"rss_over_expected", expected > 0 ? static_cast<double>(rss.total) / expected : 0.0}};
-}
-
-std::string memory_line(const std::string& name, const nlohmann::json& j) {
-  const auto mib = [&](const char* key) { return j[key].get<double>() / (1 << 20); };
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "memory %s: resident %.0f MiB (file-backed %.0f, anonymous %.0f) = %.2fx the %.0f MiB expected "
-                "(weights %.0f, of which %.0f replaced by %.0f packed; KV %.0f)\n",
-                name.c_str(), mib("rss_bytes"), mib("rss_file_bytes"), mib("rss_anon_bytes"),
-                j["rss_over_expected"].get<double>(), mib("expected_bytes"), mib("weight_bytes"),
-                mib("packed_replaced_bytes"), mib("packed_bytes"), mib("kv_bytes"));
-  return line;
 }
 
 Roofline mean_roofline(const std::vector<Roofline>& roofs) {
@@ -292,7 +171,7 @@ int run(const BenchOptions& o) {
       memory_lines += memory_line(m.config().name, memory);
       std::optional<GrammarCost> grammar_cost_of;
       if (*grammar) {
-        auto cost = grammar_cost(engine, o, *grammar);
+        auto cost = grammar_cost(engine, o.reps, o.n_gen, *grammar);
         if (!cost) return fail(cost.error());
         grammar_cost_of = *cost;
       }
