@@ -9,6 +9,14 @@ namespace duet::server {
 
 namespace {
 
+// One sample of a metric without labels.
+struct Metric {
+  const char* name;
+  const char* type;
+  const char* help;
+  double value;
+};
+
 void metric(std::string& out, const char* name, const char* type, const char* help, double v) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
@@ -88,39 +96,37 @@ std::string prometheus_text(const EngineMetrics& m, int32_t in_flight) {
     out += std::string("duet_requests_finished_total{reason=\"") + finish_reason_name(r) + "\"} " +
            std::to_string(m.finished_by_reason[static_cast<size_t>(r)]) + "\n";
   }
-  metric(out, "duet_prompt_tokens_total", "counter", "Prompt tokens submitted", static_cast<double>(m.prompt_tokens));
-  metric(out, "duet_prompt_tokens_computed_total", "counter",
-         "Prompt tokens run through the model (not found in the prefix cache, not shared by a fork of n > 1)",
-         static_cast<double>(m.prompt_tokens_computed));
-  metric(out, "duet_forked_choices_total", "counter", "Choices of n > 1 requests forked off their first choice",
-         static_cast<double>(m.forked_choices));
-  metric(out, "duet_fork_shared_blocks_total", "counter", "KV blocks forked choices took over from their parent",
-         static_cast<double>(m.fork_shared_blocks));
-  metric(out, "duet_kv_block_copies_total", "counter", "Copy-on-write copies of shared KV blocks",
-         static_cast<double>(m.kv_block_copies));
-  metric(out, "duet_embedding_tokens_total", "counter", "Input tokens embedded",
-         static_cast<double>(m.embedding_tokens));
-  metric(out, "duet_generation_tokens_total", "counter", "Tokens generated", static_cast<double>(m.generated_tokens));
-  metric(out, "duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
-         m.generated_tokens_per_second);
-  metric(out, "duet_preemptions_total", "counter", "Sequences preempted for KV blocks", static_cast<double>(m.preemptions));
-  metric(out, "duet_engine_steps_total", "counter", "Batched forward passes", static_cast<double>(m.steps));
-  metric(out, "duet_spec_draft_tokens_total", "counter", "Speculative draft tokens proposed",
-         static_cast<double>(m.spec_draft_tokens));
-  metric(out, "duet_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted by the target",
-         static_cast<double>(m.spec_accepted_tokens));
-  metric(out, "duet_spec_verify_passes_total", "counter", "Sequence-steps that verified draft tokens",
-         static_cast<double>(m.spec_verify_passes));
-  metric(out, "duet_spec_acceptance_rate", "gauge", "Accepted / proposed draft tokens since start",
-         m.spec_acceptance_rate());
-  metric(out, "duet_spec_tokens_per_pass", "gauge",
-         "Tokens a verifying target pass produced on average (accepted drafts + 1)",
-         m.spec_verify_passes ? 1.0 + static_cast<double>(m.spec_accepted_tokens) / m.spec_verify_passes : 0.0);
-  metric(out, "duet_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
-         static_cast<double>(m.prefix_query_tokens));
-  metric(out, "duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",
-         static_cast<double>(m.prefix_hit_tokens));
-  metric(out, "duet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / queries (tokens)", m.prefix_hit_rate());
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const Metric counts[] = {
+      {"duet_prompt_tokens_total", "counter", "Prompt tokens submitted", d(m.prompt_tokens)},
+      {"duet_prompt_tokens_computed_total", "counter",
+       "Prompt tokens run through the model (not found in the prefix cache, not shared by a fork of n > 1)",
+       d(m.prompt_tokens_computed)},
+      {"duet_forked_choices_total", "counter", "Choices of n > 1 requests forked off their first choice",
+       d(m.forked_choices)},
+      {"duet_fork_shared_blocks_total", "counter", "KV blocks forked choices took over from their parent",
+       d(m.fork_shared_blocks)},
+      {"duet_kv_block_copies_total", "counter", "Copy-on-write copies of shared KV blocks", d(m.kv_block_copies)},
+      {"duet_embedding_tokens_total", "counter", "Input tokens embedded", d(m.embedding_tokens)},
+      {"duet_generation_tokens_total", "counter", "Tokens generated", d(m.generated_tokens)},
+      {"duet_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s",
+       m.generated_tokens_per_second},
+      {"duet_preemptions_total", "counter", "Sequences preempted for KV blocks", d(m.preemptions)},
+      {"duet_engine_steps_total", "counter", "Batched forward passes", d(m.steps)},
+      {"duet_spec_draft_tokens_total", "counter", "Speculative draft tokens proposed", d(m.spec_draft_tokens)},
+      {"duet_spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted by the target",
+       d(m.spec_accepted_tokens)},
+      {"duet_spec_verify_passes_total", "counter", "Sequence-steps that verified draft tokens",
+       d(m.spec_verify_passes)},
+      {"duet_spec_acceptance_rate", "gauge", "Accepted / proposed draft tokens since start", m.spec_acceptance_rate()},
+      {"duet_spec_tokens_per_pass", "gauge", "Tokens a verifying target pass produced on average (accepted drafts + 1)",
+       m.spec_verify_passes ? 1.0 + d(m.spec_accepted_tokens) / d(m.spec_verify_passes) : 0.0},
+      {"duet_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
+       d(m.prefix_query_tokens)},
+      {"duet_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache", d(m.prefix_hit_tokens)},
+      {"duet_prefix_cache_hit_rate", "gauge", "Prefix cache hits / queries (tokens)", m.prefix_hit_rate()},
+  };
+  for (const Metric& x : counts) metric(out, x.name, x.type, x.help, x.value);
   pool_metrics(out, "duet_kv_blocks", "KV", m.kv);
   // The one number a load-aware router compares across replicas (vLLM's
   // gpu_cache_usage_perc): cached blocks count as free, being reclaimable.
