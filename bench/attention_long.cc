@@ -80,7 +80,7 @@ Timings time_layer(const Shape& s, KvType type, int32_t ctx, bool prefill, Threa
         const int32_t h = static_cast<int32_t>(job % s.kv_heads);
         const int32_t t0 = r0 + static_cast<int32_t>(job / s.kv_heads) * kTile, tn = std::min(kTile, r0 + n - t0);
         const PagedKv kv{cache.key_data(0, 0, h), cache.value_data(0, 0, h), cache.block_stride(),
-                         table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+                         table.blocks().data(), kBlockTokens, cache.type(), cache.scales_offset()};
         const size_t off = static_cast<size_t>(t0) * q_dim + static_cast<size_t>(h) * s.group * s.head_dim;
         attend_paged_rows(&q[off], q_dim, tn, s.group, s.head_dim, kv, &begins[static_cast<size_t>(t0)],
                           &ends[static_cast<size_t>(t0)], scale, &out[off], q_dim);

@@ -18,7 +18,7 @@ inline void fill_kv(KvCache& cache, const BlockTable& table, int32_t n) {
     for (int32_t p = 0; p < n; ++p) {
       for (float& x : k) x = d(gen);
       for (float& x : v) x = d(gen);
-      cache.store(l, table.blocks[static_cast<size_t>(p / kBlockTokens)], p % kBlockTokens, k.data(), v.data());
+      cache.store(l, table.blocks()[static_cast<size_t>(p / kBlockTokens)], p % kBlockTokens, k.data(), v.data());
     }
 }
 

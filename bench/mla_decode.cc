@@ -44,7 +44,7 @@ double time_attention(const KvShape& shape, int32_t group, int32_t ctx, ThreadPo
     pool.parallel_for(jobs, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t j = lo; j < hi; ++j) {
         const int32_t h = shape.n_kv_heads > 1 ? static_cast<int32_t>(j) : 0;
-        const PagedKv kv{cache.key_data(0, 0, h), cache.value_data(0, 0, h), cache.block_stride(), table.blocks.data(),
+        const PagedKv kv{cache.key_data(0, 0, h), cache.value_data(0, 0, h), cache.block_stride(), table.blocks().data(),
                          kBlockTokens, cache.type(), cache.scales_offset()};
         const size_t off = static_cast<size_t>(j) * per * hd;
         attend_paged_rows(&q[off], heads * hd, 1, per, shape.head_dim, kv, &begin, &end, 0.07f, &out[off], heads * hd);

@@ -33,7 +33,7 @@ int run(const LogitsOptions& o) {
   }
   if (ids.empty()) return fail(err("no tokens to evaluate"));
 
-  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(ids.size())));
+  KvCache cache(with_one_table(m.kv_shape()), blocks_for_tokens(static_cast<int32_t>(ids.size())));
   BlockTable table;
   if (!table.reserve(cache.pool(), static_cast<int32_t>(ids.size())))
     return fail(err("internal: KV cache reservation failed"));

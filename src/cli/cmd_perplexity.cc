@@ -68,7 +68,7 @@ Result<Score> score_text(Model& m, const std::vector<int32_t>& ids, int32_t ctx,
                          KvType kv_type, ThreadPool& pool) {
   const int32_t n = static_cast<int32_t>(ids.size());
   const int32_t n_vocab = m.config().n_vocab;
-  KvCache cache(m.kv_shape(), blocks_for_tokens(ctx), kv_type);
+  KvCache cache(with_one_table(m.kv_shape()), blocks_for_tokens(ctx), kv_type);
   std::vector<float> logits;  // [scored rows][n_vocab]
   Score score;
   ProgressBar bar("perplexity", n - 1, "tokens");

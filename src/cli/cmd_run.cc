@@ -67,6 +67,16 @@ void print_routing(const RunOptions& o, const Model& model) {
   }
 }
 
+// Sliding-window layers in block tables of their own (kv/kv_groups.h).
+std::string kv_groups_note(const KvCache& cache) {
+  const KvGroups& g = cache.groups();
+  if (g.n_groups() == 1) return "";
+  int32_t windowed = 0;
+  for (int32_t w : g.window) windowed += w > 0;
+  return "; " + std::to_string(g.n_groups()) + " block tables of " + std::to_string(g.layers_per_block) +
+         " layers, " + std::to_string(windowed) + " freed behind the sliding window";
+}
+
 void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   const RequestTimings& t = s.timings;
   std::vector<double> itl;  // ms between consecutive tokens
@@ -111,9 +121,9 @@ void print_stats(const RunOptions& o, const RunStats& s, const Engine& engine) {
   std::fprintf(stderr, "decode:           %.1f tok/s\n", decode_tps);
   std::fprintf(stderr, "ITL p50/p90/p99:  %.2f / %.2f / %.2f ms\n", percentile(itl, 50),
                percentile(itl, 90), percentile(itl, 99));
-  std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %s, %zu bytes/token)\n",
+  std::fprintf(stderr, "KV cache:         %zu bytes used (%d blocks of %d tokens, %s, %zu bytes/token%s)\n",
                kv_bytes, s.peak_blocks, kBlockTokens, std::string(kv_type_name(engine.cache().type())).c_str(),
-               engine.cache().bytes_per_token());
+               engine.cache().bytes_per_token(), kv_groups_note(engine.cache()).c_str());
   if (engine.speculating())
     std::fprintf(stderr, "speculative:      %d of %d drafts accepted (%.1f%%), %.2f tokens per target pass\n",
                  t.n_accepted, t.n_drafted, 100.0 * acceptance, per_pass);

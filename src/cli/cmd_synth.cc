@@ -44,6 +44,7 @@ constexpr ShapeFlag<int32_t> kIntFlags[] = {
     {"--q-lora-rank", &ModelConfig::q_lora_rank, "deepseek2: q's bottleneck (0: q projected directly)"},
     {"--v-head-dim", &ModelConfig::v_head_dim, "deepseek2: each head's value width"},
     {"--dense-layers", &ModelConfig::n_dense_leading, "deepseek2: leading layers with a dense FFN"},
+    {"--window", &ModelConfig::sliding_window, "sliding window of the layers that slide (gemma2, gemma3; llama: all)"},
 };
 constexpr ShapeFlag<float> kFloatFlags[] = {
     {"--rope-base", &ModelConfig::rope_base, "RoPE frequency base"},

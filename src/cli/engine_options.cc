@@ -72,10 +72,14 @@ void add_window_options(CLI::App& app, WindowOptions* o) {
       ->capture_default_str();
   app.add_option("--kv-sinks", o->sinks, "Attention-sink tokens kept with --kv-window (rounded up to 16)")
       ->capture_default_str();
+  app.add_flag("--kv-one-table", o->one_table,
+               "One block table for every layer: sliding-window layers (Gemma 2/3) keep the whole sequence "
+               "instead of freeing their KV blocks behind the window");
 }
 
 Status apply_window(const WindowOptions& o, const Model& model, EngineConfig& config) {
   if (o.window < 0 || o.sinks < 0) return err("--kv-window and --kv-sinks must be >= 0");
+  config.kv_layer_groups = !o.one_table;
   if (o.window == 0) return {};
   const int32_t ctx = config.ctx > 0 ? config.ctx : model.config().ctx_len;
   const int32_t kept = blocks_for_tokens(o.sinks) * kBlockTokens + o.window;

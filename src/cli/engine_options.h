@@ -34,10 +34,12 @@ void add_spec_options(CLI::App& app, SpecOptions* o);
 // turns speculation on; does nothing when neither option is given.
 Status enable_spec(Engine& engine, const SpecOptions& o, std::unique_ptr<Model>& draft);
 
-// `--kv-window W --kv-sinks S` (StreamingLLM), into an engine configuration.
+// `--kv-window W --kv-sinks S` (StreamingLLM) and `--kv-one-table`, into an
+// engine configuration.
 struct WindowOptions {
   int32_t window = 0;
   int32_t sinks = 4;
+  bool one_table = false;  // sliding-window layers keep the whole sequence too
 };
 void add_window_options(CLI::App& app, WindowOptions* o);
 // Checks the options against the context length (0: the model's) and sets them.

@@ -21,6 +21,14 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
+// Layers of different windows keep tables of their own unless a
+// StreamingLLM window (which moves every layer's positions alike) or the
+// config says otherwise.
+KvShape cache_shape(const EngineConfig& c, const Model& model) {
+  const KvShape shape = model.kv_shape();
+  return c.kv_window > 0 || !c.kv_layer_groups ? with_one_table(shape) : shape;
+}
+
 int32_t default_blocks(const EngineConfig& c, const KvShape& shape, int32_t ctx) {
   if (c.n_kv_blocks > 0) return c.n_kv_blocks;
   if (c.kv_bytes > 0) return KvCache::blocks_for_bytes(shape, c.kv_type, c.kv_bytes);
@@ -29,6 +37,16 @@ int32_t default_blocks(const EngineConfig& c, const KvShape& shape, int32_t ctx)
   // the partial blocks at either end.
   if (c.kv_window > 0)
     per_seq = std::max(per_seq, blocks_for_tokens(c.kv_sinks) + 2 * blocks_for_tokens(c.kv_window) + 2);
+  // A group of windowed layers holds its window, a step's tokens and the
+  // partial blocks at either end.
+  const KvGroups groups = KvGroups::of(shape.n_layers, shape.layer_window);
+  if (groups.n_groups() > 1) {
+    const int32_t step = c.scheduler.max_chunk_tokens > 0 ? c.scheduler.max_chunk_tokens : c.scheduler.max_batch_tokens;
+    int32_t sum = 0;
+    for (int32_t w : groups.window)
+      sum += w > 0 ? std::min(per_seq, blocks_for_tokens(w) + blocks_for_tokens(std::max(step, 1)) + 2) : per_seq;
+    per_seq = sum;
+  }
   return per_seq * std::max(1, c.scheduler.max_seqs);
 }
 
@@ -44,17 +62,19 @@ SchedulerConfig scheduler_config(const EngineConfig& c) {
 }
 
 // Filled slots of distinct blocks: a block shared by several sequences
-// stores its tokens once.
+// stores its tokens once. Every group of layers' blocks count (their slots
+// are each 16 tokens of the group's layers), so over the used blocks' slots
+// this is how full the blocks are.
 int64_t tokens_stored(const std::vector<Sequence*>& running) {
   std::unordered_map<int32_t, int32_t> filled;
-  for (const Sequence* seq : running) {
-    for (size_t k = 0; k < seq->table.blocks.size(); ++k) {
-      if (seq->table.blocks[k] == kNoBlock) continue;
-      const int32_t n = std::clamp(seq->cache_len() - static_cast<int32_t>(k) * kBlockTokens, 0, kBlockTokens);
-      int32_t& f = filled[seq->table.blocks[k]];
-      f = std::max(f, n);
-    }
-  }
+  for (const Sequence* seq : running)
+    for (const std::vector<int32_t>& blocks : seq->table.groups)
+      for (size_t k = 0; k < blocks.size(); ++k) {
+        if (blocks[k] == kNoBlock) continue;
+        const int32_t n = std::clamp(seq->cache_len() - static_cast<int32_t>(k) * kBlockTokens, 0, kBlockTokens);
+        int32_t& f = filled[blocks[k]];
+        f = std::max(f, n);
+      }
   int64_t total = 0;
   for (const auto& [block, n] : filled) total += n;
   return total;
@@ -70,12 +90,12 @@ Engine::Engine(Model& model, const EngineConfig& config)
     : model_(model),
       ctx_(config.ctx > 0 ? config.ctx : model.config().ctx_len),
       pool_(config.n_threads),
-      cache_(model.kv_shape(), default_blocks(config, model.kv_shape(), ctx_), config.kv_type),
+      cache_(cache_shape(config, model), default_blocks(config, cache_shape(config, model), ctx_), config.kv_type),
       scheduler_(scheduler_config(config)),
       runner_(model, cache_, pool_),
       embedder_(model, cache_, pool_, config.scheduler.max_batch_tokens),
       output_(model.tokenizer(), model.config().n_vocab, ctx_, config.kv_window <= 0),
-      window_(config.kv_window, config.kv_sinks, model.config().window_of_all_layers()),
+      window_(config.kv_window, config.kv_sinks),
       max_seqs_(std::max(1, config.scheduler.max_seqs)) {
   model_.set_context(ctx_);
 }
@@ -182,9 +202,7 @@ void Engine::fork_choices(SchedulerOutput& plan) {
     for (int32_t choice = 1; choice <= parent->pending_choices; ++choice)
       plan.forks.push_back({parent, fork(*parent, computed, choice)});
     metrics_.forked_choices += parent->pending_choices;
-    int64_t held = 0;
-    for (int32_t b : parent->table.blocks) held += b != kNoBlock;
-    metrics_.fork_shared_blocks += held * parent->pending_choices;
+    metrics_.fork_shared_blocks += int64_t{parent->table.n_held()} * parent->pending_choices;
     parent->pending_choices = 0;
   }
 }
@@ -240,7 +258,7 @@ Result<SchedulerOutput> Engine::schedule() {
   for (Sequence* seq : plan.unfittable)
     finish(seq, FinishReason::kError,
            "the KV cache is too small for this sequence (" + std::to_string(seq->size()) +
-               " tokens, " + std::to_string(cache_.pool().n_blocks() * kBlockTokens) +
+               " tokens, " + std::to_string(cache_.pool().n_blocks() / cache_.groups().n_groups() * kBlockTokens) +
                " token slots in all)");
   fork_choices(plan);
   metrics_.kv_block_copies += static_cast<int64_t>(plan.copies.size());

@@ -43,6 +43,10 @@ struct EngineConfig {
   // caching.
   int32_t kv_window = 0;
   int32_t kv_sinks = 4;
+  // Layers with a sliding window keep block tables of their own, freed
+  // behind the window (kv/kv_groups.h); false: one table for every layer,
+  // which keeps the whole sequence for them too. Off under kv_window.
+  bool kv_layer_groups = true;
   SchedulerConfig scheduler;
 };
 

@@ -7,8 +7,11 @@ namespace duet {
 int32_t KvWindow::slide(Sequence* seq, KvCache& cache, Model& model, ThreadPool& pool) const {
   const int32_t len = seq->cache_len();
   if (window_ <= 0) {
-    if (model_window_ > 0 && len > model_window_)
-      seq->table.release_front(cache.pool(), (len - model_window_) / kBlockTokens);
+    const KvGroups& groups = cache.groups();
+    for (int32_t g = 0; g < seq->table.n_groups(); ++g) {
+      const int32_t w = groups.window[static_cast<size_t>(g)];
+      if (w > 0 && len > w) seq->table.release_front(cache.pool(), g, (len - w) / kBlockTokens);
+    }
     return 0;
   }
   const int32_t sink_tokens = blocks_for_tokens(sinks_) * kBlockTokens;

@@ -1,7 +1,7 @@
 // Bounded KV memory for long generations: StreamingLLM's window (keep the
 // first sinks and the last `window` tokens, re-rotating the kept keys so
-// positions stay contiguous) and a model's own sliding window (blocks wholly
-// before it are never read again).
+// positions stay contiguous) and a model's own sliding windows (blocks
+// wholly before a group of layers' window are never read again by them).
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,8 @@ namespace duet {
 
 class KvWindow {
  public:
-  // window 0: no StreamingLLM window; the model's sliding window still applies.
-  KvWindow(int32_t window, int32_t sinks, int32_t model_window)
-      : window_(window), sinks_(sinks), model_window_(model_window) {}
+  // window 0: no StreamingLLM window; the model's sliding windows still apply.
+  KvWindow(int32_t window, int32_t sinks) : window_(window), sinks_(sinks) {}
 
   // Whether generation may run past the context.
   bool unbounded() const { return window_ > 0; }
@@ -29,7 +28,6 @@ class KvWindow {
  private:
   int32_t window_;
   int32_t sinks_;
-  int32_t model_window_;
 };
 
 }  // namespace duet

@@ -74,7 +74,7 @@ class ModelDrafter final : public Drafter {
  public:
   ModelDrafter(Model& draft, int32_t ctx, int32_t max_seqs, int32_t draft_max)
       : draft_(draft),
-        cache_(draft.kv_shape(), blocks_for_tokens(ctx + draft_max) * std::max(1, max_seqs)) {}
+        cache_(with_one_table(draft.kv_shape()), blocks_for_tokens(ctx + draft_max) * std::max(1, max_seqs)) {}
 
   Status propose(std::span<Sequence* const> seqs, ThreadPool& pool) override;
 

@@ -114,8 +114,6 @@ struct ModelConfig {
   bool layer_slides(int32_t layer) const {
     return sliding_window > 0 && (swa_period == 0 || (layer + 1) % swa_period != 0);
   }
-  // The window every layer keeps to: what the KV cache may free behind.
-  int32_t window_of_all_layers() const { return swa_period > 0 ? 0 : sliding_window; }
   float attn_scale() const;
 };
 

@@ -1,11 +1,13 @@
 #include "kv/block_pool.h"
 
 #include <cassert>
+#include <utility>
 
 namespace duet {
 
-BlockPool::BlockPool(int32_t n_blocks)
-    : refcount_(static_cast<size_t>(n_blocks), 0),
+BlockPool::BlockPool(int32_t n_blocks, std::vector<int32_t> group_window)
+    : group_window_(std::move(group_window)),
+      refcount_(static_cast<size_t>(n_blocks), 0),
       hash_(static_cast<size_t>(n_blocks), 0),
       tagged_(static_cast<size_t>(n_blocks), 0) {
   lru_pos_.assign(static_cast<size_t>(n_blocks), lru_.end());

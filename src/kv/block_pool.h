@@ -15,7 +15,11 @@ namespace duet {
 
 class BlockPool {
  public:
-  explicit BlockPool(int32_t n_blocks);
+  // group_window: one entry per list of blocks each sequence's table
+  // holds, one per group of layers (kv/kv_groups.h), the tokens that
+  // group's layers attend back (0: all); a table takes one block of each
+  // group for every kBlockTokens tokens.
+  explicit BlockPool(int32_t n_blocks, std::vector<int32_t> group_window = {0});
 
   // A block with reference count 1: a free one, else the least recently used
   // cached one (forgotten by the cache); nothing when every block is held.
@@ -32,6 +36,8 @@ class BlockPool {
   std::optional<int32_t> find(uint64_t hash) const;
 
   int32_t n_blocks() const { return static_cast<int32_t>(refcount_.size()); }
+  int32_t n_groups() const { return static_cast<int32_t>(group_window_.size()); }
+  int32_t group_window(int32_t group) const { return group_window_[static_cast<size_t>(group)]; }
   // Blocks allocate() can hand out: free ones and unreferenced cached ones.
   int32_t n_free() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   // Unreferenced blocks kept for the prefix cache (a subset of n_free()).
@@ -42,6 +48,7 @@ class BlockPool {
  private:
   void forget_hash(int32_t block);
 
+  std::vector<int32_t> group_window_;
   std::vector<int32_t> free_;      // stack of free, untagged block ids
   std::vector<int32_t> refcount_;  // [n_blocks]
   std::vector<uint64_t> hash_;     // [n_blocks]; meaningful where tagged_

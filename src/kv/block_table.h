@@ -1,7 +1,10 @@
 // One sequence's view of the paged cache: the blocks holding its tokens in
-// order. Token at position p lives in blocks[p / kBlockTokens], slot
-// p % kBlockTokens. A released block (one a sliding window has left behind)
-// stays in the table as kNoBlock so later positions keep their places.
+// order, one list per group of layers (kv/kv_groups.h; one group unless the
+// model mixes sliding-window and global layers). Token at position p lives
+// in blocks(g)[p / kBlockTokens], slot p % kBlockTokens, for the layers of
+// group g. A released block (one a sliding window has left behind) stays in
+// its list as kNoBlock so later positions keep their places; every list has
+// the same length.
 #pragma once
 
 #include <cstdint>
@@ -26,18 +29,26 @@ inline int32_t blocks_for_tokens(int32_t n_tokens) {
 }
 
 struct BlockTable {
-  std::vector<int32_t> blocks;
+  // [group][k]; grown to the pool's group count by reserve().
+  std::vector<std::vector<int32_t>> groups = std::vector<std::vector<int32_t>>(1);
 
-  int32_t capacity() const { return static_cast<int32_t>(blocks.size()) * kBlockTokens; }
+  std::vector<int32_t>& blocks(int32_t group = 0) { return groups[static_cast<size_t>(group)]; }
+  const std::vector<int32_t>& blocks(int32_t group = 0) const { return groups[static_cast<size_t>(group)]; }
+  int32_t n_groups() const { return static_cast<int32_t>(groups.size()); }
+  int32_t capacity() const { return static_cast<int32_t>(groups[0].size()) * kBlockTokens; }
+  // Blocks held (not released), over every group.
+  int32_t n_held() const;
 
-  // Grows the table to hold n_tokens; false (and unchanged) if the pool runs out.
+  // Grows the table to hold n_tokens in every group of the pool; false (and
+  // unchanged) if the pool runs out.
   bool reserve(BlockPool& pool, int32_t n_tokens);
   // Keeps the blocks needed for the first n_tokens and releases the rest.
   void truncate(BlockPool& pool, int32_t n_tokens);
   void release_all(BlockPool& pool) { truncate(pool, 0); }
-  // Gives blocks [0, n) back to the pool, leaving kNoBlock in their places.
-  void release_front(BlockPool& pool, int32_t n);
-  // Removes blocks [first, first + n) from the table, releasing them: the
+  // Gives group g's blocks [0, n) back to the pool, leaving kNoBlock in
+  // their places.
+  void release_front(BlockPool& pool, int32_t group, int32_t n);
+  // Removes blocks [first, first + n) from every group, releasing them: the
   // positions after them move down by n * kBlockTokens.
   void erase(BlockPool& pool, int32_t first, int32_t n);
   // A second table holding the same blocks (each retained once more): a

@@ -3,20 +3,29 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <new>
 
 namespace duet {
 
+KvShape with_one_table(KvShape s) {
+  if (std::adjacent_find(s.layer_window.begin(), s.layer_window.end(), std::not_equal_to<>()) != s.layer_window.end())
+    s.layer_window.clear();
+  return s;
+}
+
 KvCache::KvCache(const KvShape& shape, int32_t n_blocks, KvType type)
     : shape_(shape),
+      groups_(KvGroups::of(shape.n_layers, shape.layer_window)),
       type_(type),
       row_bytes_(kv_row_bytes(type, shape.head_dim)),
       row_scales_(kv_row_scales(type, shape.head_dim)),
       head_block_bytes_(kv_row_total_bytes(type, shape.head_dim) * kBlockTokens),
-      pool_(n_blocks),
-      data_(allocate(static_cast<size_t>(shape.n_layers) * n_blocks * block_stride())) {
+      pool_(n_blocks, groups_.window),
+      data_(allocate(static_cast<size_t>(groups_.layers_per_block) * n_blocks * block_stride())) {
   assert(type != KvType::Q4 || shape.head_dim % 2 == 0);
+  assert(shape.layer_window.empty() || shape.layer_window.size() == static_cast<size_t>(shape.n_layers));
 }
 
 // Huge pages: attention reads one head's rows of each block, a block stride
@@ -34,8 +43,14 @@ size_t KvCache::bytes_per_token(const KvShape& shape, KvType type) {
          kv_row_total_bytes(type, shape.head_dim);
 }
 
+size_t KvCache::bytes_per_block(const KvShape& shape, KvType type) {
+  const int32_t layers = KvGroups::of(shape.n_layers, shape.layer_window).layers_per_block;
+  return static_cast<size_t>(layers) * shape.planes() * shape.n_kv_heads * kv_row_total_bytes(type, shape.head_dim) *
+         kBlockTokens;
+}
+
 int32_t KvCache::blocks_for_bytes(const KvShape& shape, KvType type, size_t bytes) {
-  const size_t per_block = std::max<size_t>(1, bytes_per_token(shape, type) * kBlockTokens);
+  const size_t per_block = std::max<size_t>(1, bytes_per_block(shape, type));
   // Block ids are int32: a budget beyond that many blocks is capped, not wrapped.
   const size_t max_blocks = static_cast<size_t>(std::numeric_limits<int32_t>::max());
   return static_cast<int32_t>(std::clamp<size_t>(bytes / per_block, 1, max_blocks));
@@ -62,8 +77,11 @@ void KvCache::store(int32_t layer, int32_t block, int32_t slot, const float* k, 
 }
 
 void KvCache::copy_block(const BlockCopy& c) {
-  for (int32_t layer = 0; layer < shape_.n_layers; ++layer)
-    std::memcpy(data_.data() + offset(layer, c.dst, 0, 0), data_.data() + offset(layer, c.src, 0, 0), block_stride());
+  for (size_t slot = 0; slot < static_cast<size_t>(groups_.layers_per_block); ++slot) {
+    const size_t plane = slot * pool_.n_blocks();
+    std::memcpy(data_.data() + (plane + c.dst) * block_stride(), data_.data() + (plane + c.src) * block_stride(),
+                block_stride());
+  }
 }
 
 void KvCache::load_key(int32_t layer, int32_t block, int32_t kv_head, int32_t slot,

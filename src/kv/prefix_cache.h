@@ -21,9 +21,12 @@ namespace duet {
 inline constexpr uint64_t kPrefixRoot = 0x6475657470726566ull;
 uint64_t block_hash(uint64_t parent, const int32_t* tokens);
 
-// Fills an empty table with the cached blocks matching tokens[0, max_tokens)
-// block by block until the first miss, retaining each, and appends their
-// hashes to `hashes` (cleared first). Returns the number of tokens covered.
+// Fills an empty table with the cached blocks of the longest prefix of
+// full blocks of tokens[0, max_tokens) that every group of layers still
+// holds (each group's block has its own hash; a sliding-window group needs
+// only the blocks its window reaches from the prefix's end, and the table
+// keeps kNoBlock before them), retaining each, and appends their hashes to
+// `hashes` (cleared first). Returns the number of tokens covered.
 int32_t match_cached_prefix(BlockPool& pool, const std::vector<int32_t>& tokens,
                             int32_t max_tokens, BlockTable& table, std::vector<uint64_t>& hashes);
 

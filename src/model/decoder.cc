@@ -544,14 +544,23 @@ Status DecoderModel::check_batch(const Batch& batch, const KvCache& cache) const
     if (pos < 0 || pos >= table.capacity())
       return err("batch row ", i, " has position ", pos, " outside its ", table.capacity(),
                  " reserved KV slots");
-    if (table.blocks[static_cast<size_t>(pos / kBlockTokens)] == kNoBlock)
-      return err("batch row ", i, " has position ", pos, " in a released KV block");
+    for (const std::vector<int32_t>& blocks : table.groups)
+      if (blocks[static_cast<size_t>(pos / kBlockTokens)] == kNoBlock)
+        return err("batch row ", i, " has position ", pos, " in a released KV block");
   }
   // A negative id marks a block a sliding window has already released.
-  for (const BlockTable* table : batch.tables)
-    for (int32_t b : table->blocks)
-      if (b >= cache.pool().n_blocks())
-        return err("block table names block ", b, " of ", cache.pool().n_blocks());
+  for (const BlockTable* table : batch.tables) {
+    if (table->n_groups() != cache.groups().n_groups())
+      return err("a block table has ", table->n_groups(), " groups of layers; the cache has ",
+                 cache.groups().n_groups());
+    for (const std::vector<int32_t>& blocks : table->groups) {
+      if (blocks.size() != table->blocks().size())
+        return err("a block table's groups of layers differ in length");
+      for (int32_t b : blocks)
+        if (b >= cache.pool().n_blocks())
+          return err("block table names block ", b, " of ", cache.pool().n_blocks());
+    }
+  }
   for (const BlockCopy& c : batch.copies)
     if (c.src < 0 || c.dst < 0 || c.src >= cache.pool().n_blocks() || c.dst >= cache.pool().n_blocks())
       return err("block copy ", c.src, " -> ", c.dst, " names a block outside the ", cache.pool().n_blocks());
@@ -701,7 +710,7 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
     // Every row's K/V goes into the cache before any row attends, so rows
     // of one sequence in this batch see each other causally.
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
-    const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+    const int32_t block = cache.blocks_of(table, layer)[static_cast<size_t>(pos / kBlockTokens)];
     cache.store(layer, block, pos % kBlockTokens, &ws_.k[i * kv_dim], &ws_.v[i * kv_dim]);
   });
 
@@ -718,7 +727,7 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
       const auto i = static_cast<size_t>(r0);
       const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
       const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
-                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+                       cache.blocks_of(table, layer).data(), kBlockTokens, cache.type(), cache.scales_offset()};
       const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
       attend_paged_rows(&ws_.q[q_off], q_dim, rows, group, c.head_dim, kv, &begins[i], &ws_.attn_end[i], scale,
                         &ws_.att[q_off], q_dim);
@@ -759,7 +768,7 @@ void DecoderModel::mla_attention_block(int layer, const Batch& batch, KvCache& c
     rotate(&ws_.q[i * q_dim] + c.nope_dim(), c.n_heads, c.head_dim, c.rope_dim, pos, inv_freq(layer));
     rotate(kv + c.kv_lora_rank, 1, c.rope_dim, c.rope_dim, pos, inv_freq(layer));
     const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[static_cast<size_t>(i)])];
-    const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+    const int32_t block = cache.blocks_of(table, layer)[static_cast<size_t>(pos / kBlockTokens)];
     cache.store(layer, block, pos % kBlockTokens, kv, nullptr);
   });
   if (mla_naive_)
@@ -823,7 +832,7 @@ void DecoderModel::mla_attend_absorbed(int layer, const Batch& batch, const KvCa
       const auto i = static_cast<size_t>(r0);
       const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
       const PagedKv kv{cache.key_data(layer, 0, 0), cache.value_data(layer, 0, 0), cache.block_stride(),
-                       table.blocks.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+                       cache.blocks_of(table, layer).data(), kBlockTokens, cache.type(), cache.scales_offset()};
       const size_t off = i * row_stride + static_cast<size_t>(h0) * lat;
       attend_paged_rows(&ws_.mla_q[off], row_stride, rows, g, c.latent_dim(), kv, &ws_.attn_begin[i],
                         &ws_.attn_end[i], scale, &ws_.mla_att[off], row_stride);
@@ -868,7 +877,7 @@ void DecoderModel::mla_attend_naive(int layer, const Batch& batch, const KvCache
     ws_.naive_c.resize(uk * kvl);
     ws_.naive_kv.resize(uk * kv_width);
     for (size_t p = 0; p < uk; ++p) {
-      const int32_t block = table.blocks[p / kBlockTokens];
+      const int32_t block = cache.blocks_of(table, layer)[p / kBlockTokens];
       cache.load_key(layer, block, 0, static_cast<int32_t>(p % kBlockTokens), &ws_.naive_lat[p * lat]);
       std::copy_n(&ws_.naive_lat[p * lat], kvl, &ws_.naive_c[p * kvl]);
     }
@@ -1078,7 +1087,7 @@ void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t b
       for (int32_t pos = begin; pos < end;) {
         const int32_t slot = pos % kBlockTokens;
         const int32_t n = std::min(kBlockTokens - slot, end - pos);
-        const int32_t block = table.blocks[static_cast<size_t>(pos / kBlockTokens)];
+        const int32_t block = cache.blocks_of(table, layer)[static_cast<size_t>(pos / kBlockTokens)];
         for (int32_t i = 0; i < n; ++i) cache.load_key(layer, block, h, slot + i, &rows[i * hd]);
         if (c.mla())  // a latent row's k_pe, its last rope_dim dims
           for (int32_t i = 0; i < n; ++i)

@@ -38,9 +38,15 @@ class Model {
 
   // Multi-head latent attention caches one row per token and layer, the
   // latent and the rotated shared key [c_kv | k_pe], as a keys-only cache.
+  // Layers with a sliding window carry it, so the cache frees their blocks
+  // behind it (kv/kv_groups.h).
   KvShape kv_shape() const {
     if (config_.mla()) return {config_.n_layers, 1, config_.latent_dim(), /*keys_only=*/true};
-    return {config_.n_layers, config_.n_kv_heads, config_.head_dim};
+    KvShape s{config_.n_layers, config_.n_kv_heads, config_.head_dim};
+    if (config_.sliding_window > 0)
+      for (int32_t l = 0; l < config_.n_layers; ++l)
+        s.layer_window.push_back(config_.layer_slides(l) ? config_.sliding_window : 0);
+    return s;
   }
   // Bytes of weights one forward pass reads (all layers, the head, one
   // embedding row per token aside): what decode must stream from memory.

@@ -1,6 +1,7 @@
 #include "model/tp_step.h"
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "model/model.h"
@@ -16,33 +17,40 @@ struct Header {
   int64_t payload = 0;   // int32 values that follow
   int64_t n_blocks = 0;  // rank 0's cache
   int64_t kv_type = 0;
+  int64_t n_groups = 0;  // of layers, in rank 0's cache (kv/kv_groups.h)
 };
 
 void send(Communicator& comm, Op op, const KvCache* cache, std::vector<int32_t>& payload) {
   Header h{op, static_cast<int64_t>(payload.size()), cache ? cache->pool().n_blocks() : 0,
-           cache ? static_cast<int64_t>(cache->type()) : 0};
+           cache ? static_cast<int64_t>(cache->type()) : 0, cache ? cache->groups().n_groups() : 0};
   comm.broadcast(&h, sizeof h);
   if (!payload.empty()) comm.broadcast(payload.data(), payload.size() * sizeof(int32_t));
 }
 
+std::vector<int32_t> take(const std::vector<int32_t>& p, size_t& at, size_t n) {
+  if (at + n > p.size()) throw std::out_of_range("a step from rank 0 is shorter than what it describes");
+  std::vector<int32_t> v(p.begin() + static_cast<std::ptrdiff_t>(at), p.begin() + static_cast<std::ptrdiff_t>(at + n));
+  at += n;
+  return v;
+}
+
 void put_table(std::vector<int32_t>& p, const BlockTable& t) {
-  p.push_back(static_cast<int32_t>(t.blocks.size()));
-  p.insert(p.end(), t.blocks.begin(), t.blocks.end());
+  p.push_back(t.n_groups());
+  for (const std::vector<int32_t>& blocks : t.groups) {
+    p.push_back(static_cast<int32_t>(blocks.size()));
+    p.insert(p.end(), blocks.begin(), blocks.end());
+  }
 }
 
 // Reads what put_table wrote at p[at], advancing `at`.
 BlockTable take_table(const std::vector<int32_t>& p, size_t& at) {
   BlockTable t;
-  const auto n = static_cast<size_t>(p.at(at++));
-  t.blocks.assign(p.begin() + static_cast<std::ptrdiff_t>(at), p.begin() + static_cast<std::ptrdiff_t>(at + n));
-  at += n;
+  t.groups.resize(static_cast<size_t>(p.at(at++)));
+  for (std::vector<int32_t>& blocks : t.groups) {
+    const auto n = static_cast<size_t>(p.at(at++));
+    blocks = take(p, at, n);
+  }
   return t;
-}
-
-std::vector<int32_t> take(const std::vector<int32_t>& p, size_t& at, size_t n) {
-  std::vector<int32_t> v(p.begin() + static_cast<std::ptrdiff_t>(at), p.begin() + static_cast<std::ptrdiff_t>(at + n));
-  at += n;
-  return v;
 }
 
 // The batch rank 0 sent, its block tables owned by `tables`.
@@ -98,8 +106,11 @@ Status follow_leader(Model& model, Communicator& comm, ThreadPool& pool) {
     p.resize(static_cast<size_t>(h.payload));
     comm.broadcast(p.data(), p.size() * sizeof(int32_t));
     const auto type = static_cast<KvType>(h.kv_type);
-    if (!cache || cache->pool().n_blocks() != h.n_blocks || cache->type() != type)
-      cache = std::make_unique<KvCache>(model.kv_shape(), static_cast<int32_t>(h.n_blocks), type);
+    if (!cache || cache->pool().n_blocks() != h.n_blocks || cache->type() != type ||
+        cache->groups().n_groups() != h.n_groups) {
+      const KvShape shape = h.n_groups == 1 ? with_one_table(model.kv_shape()) : model.kv_shape();
+      cache = std::make_unique<KvCache>(shape, static_cast<int32_t>(h.n_blocks), type);
+    }
     if (h.op == kForward) {
       const Batch batch = decode_batch(p, tables);
       DUET_TRY(model.forward(batch, *cache, pool, nullptr));

@@ -44,7 +44,7 @@ Result<ChannelImportance> collect_channel_importance(Model& model,
   if (tokens.empty()) return err("calibration text has no tokens");
   if (ctx < 1) return err("calibration context ", ctx, " must be positive");
   SquareSums sums;
-  KvCache cache(model.kv_shape(), blocks_for_tokens(ctx));
+  KvCache cache(with_one_table(model.kv_shape()), blocks_for_tokens(ctx));
   std::vector<float> logits;  // [rows][n_vocab]: every row, so the head is observed too
   model.set_matmul_observer(&sums);
   Status status;

@@ -80,15 +80,15 @@ TEST(KvWindow, ShiftedKeysEqualKeysComputedAtTheNewPositions) {
       for (int32_t pos = 0; pos < 44; ++pos) {
         const int32_t slot = pos % kBlockTokens;
         const auto b = static_cast<size_t>(pos / kBlockTokens);
-        a.load_key(layer, ta.blocks[b], h, slot, k.data());
-        fresh.load_key(layer, tf.blocks[b], h, slot, kf.data());
+        a.load_key(layer, ta.blocks()[b], h, slot, k.data());
+        fresh.load_key(layer, tf.blocks()[b], h, slot, kf.data());
         if (pos < 16) sinks = std::max(sinks, max_diff(k.data(), kf.data(), row));
         if (layer != 0) continue;
         k0 = std::max(k0, max_diff(k.data(), kf.data(), row));
-        a.load_value(0, ta.blocks[b], h, slot, v.data());
-        fresh.load_value(0, tf.blocks[b], h, slot, vf.data());
+        a.load_value(0, ta.blocks()[b], h, slot, v.data());
+        fresh.load_value(0, tf.blocks()[b], h, slot, vf.data());
         v0 = std::max(v0, max_diff(v.data(), vf.data(), row));
-        unshifted.load_key(0, tu.blocks[b], h, slot, ku.data());
+        unshifted.load_key(0, tu.blocks()[b], h, slot, ku.data());
         if (pos >= 16) moved = std::max(moved, max_diff(ku.data(), kf.data(), row));
       }
   EXPECT_LT(k0, 1e-5f);
@@ -226,6 +226,76 @@ TEST(KvWindow, ModelSlidingWindowReleasesBlocksOutOfReach) {
   EXPECT_EQ(r.reason, FinishReason::kLength);
   EXPECT_EQ(r.tokens, reference);
   EXPECT_LE(r.peak_blocks, 4);
+}
+
+}  // namespace
+}  // namespace duet
+
+namespace duet {
+namespace {
+
+// Gemma 2's pattern (every other layer slides over 32 tokens): the sliding
+// layers' blocks are freed behind their window while the global layers
+// keep all of theirs. 200 tokens give the text of a plain forward loop in
+// less KV memory than one table for every layer holds, and a second
+// request with the same prompt reuses its cached prefix in every group.
+TEST(KvWindow, SlidingLayersOfAMixedModelFreeTheirBlocksAlone) {
+  testing::TempDir dir;
+  SynthOptions o;
+  o.shape = {.arch = "gemma2", .name = "mixed", .dim = 64, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2,
+             .head_dim = 16, .ffn_dim = 96, .ctx_len = 512, .sliding_window = 32, .tied_output = true};
+  o.seed = 5;
+  o.vocab_from = stories_path();
+  const Status made = synth_model(o, dir.file("g.gguf"));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  auto m = load(dir.file("g.gguf"));
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->kv_shape().n_groups(), 2);
+  const std::vector<int32_t> prompt = story_tokens(*m, 40);
+
+  ThreadPool pool(1);
+  KvCache ample(with_one_table(m->kv_shape()), 32);
+  BlockTable table;
+  std::vector<int32_t> reference, seq = prompt;
+  std::vector<float> logits = feed(*m, ample, table, prompt, 0, pool);
+  for (int i = 0; i < 200; ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    reference.push_back(next);
+    logits = feed(*m, ample, table, {next}, static_cast<int32_t>(seq.size()), pool);
+    seq.push_back(next);
+  }
+
+  EngineConfig grouped;
+  grouped.n_threads = 1;
+  EngineConfig one = grouped;
+  one.kv_layer_groups = false;
+  const Generated g = generate(*m, grouped, prompt, 200), single = generate(*m, one, prompt, 200);
+  EXPECT_EQ(g.tokens, reference);
+  EXPECT_EQ(single.tokens, reference);
+  // 240 tokens fill 15 blocks. One table's blocks hold 4 layers; grouped
+  // blocks hold 2: 15 for the global layers and, for the sliding ones,
+  // the window's 2 with the step's and the partial ones.
+  EXPECT_EQ(single.peak_blocks, 15);
+  EXPECT_LE(g.peak_blocks, 15 + 4);
+  EXPECT_LT(g.peak_blocks * 2, single.peak_blocks * 4);  // in layer-blocks: bytes
+
+  // Two requests, one after the other, on one engine: the second finds the
+  // first's prompt blocks in both groups.
+  Engine engine(*m, grouped);
+  std::vector<std::vector<int32_t>> outs(2);
+  for (int r = 0; r < 2; ++r) {
+    RequestParams p;
+    p.sampling = SamplingParams::greedy();
+    p.max_tokens = 20;
+    p.ignore_eos = true;
+    ASSERT_TRUE(engine.submit(prompt, p, [&outs, r](const TokenEvent& ev) {
+      if (ev.token >= 0) outs[static_cast<size_t>(r)].push_back(ev.token);
+    }).ok());
+    ASSERT_TRUE(engine.run_until_idle().ok());
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_EQ(outs[0], std::vector<int32_t>(reference.begin(), reference.begin() + 20));
+  EXPECT_EQ(engine.metrics().prefix_hit_tokens, 2 * kBlockTokens);
 }
 
 }  // namespace

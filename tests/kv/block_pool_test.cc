@@ -38,16 +38,16 @@ TEST(BlockTable, ReserveGrowsByWholeBlocksAndFailsWithoutSideEffects) {
   BlockPool pool(3);
   BlockTable t;
   EXPECT_TRUE(t.reserve(pool, 1));
-  EXPECT_EQ(t.blocks.size(), 1u);
+  EXPECT_EQ(t.blocks().size(), 1u);
   EXPECT_TRUE(t.reserve(pool, kBlockTokens));
-  EXPECT_EQ(t.blocks.size(), 1u);
+  EXPECT_EQ(t.blocks().size(), 1u);
   EXPECT_TRUE(t.reserve(pool, kBlockTokens + 1));
-  EXPECT_EQ(t.blocks.size(), 2u);
+  EXPECT_EQ(t.blocks().size(), 2u);
   EXPECT_FALSE(t.reserve(pool, 4 * kBlockTokens));  // needs 2 more, only 1 free
-  EXPECT_EQ(t.blocks.size(), 2u);
+  EXPECT_EQ(t.blocks().size(), 2u);
   EXPECT_EQ(pool.n_free(), 1);
   t.truncate(pool, kBlockTokens);
-  EXPECT_EQ(t.blocks.size(), 1u);
+  EXPECT_EQ(t.blocks().size(), 1u);
   EXPECT_EQ(pool.n_free(), 2);
   t.release_all(pool);
   EXPECT_EQ(pool.n_free(), 3);

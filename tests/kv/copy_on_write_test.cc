@@ -17,8 +17,8 @@ TEST(CopyOnWrite, ShareHoldsEveryBlockOnceMore) {
   BlockTable parent;
   ASSERT_TRUE(parent.reserve(pool, 40));  // 3 blocks, the last partial
   const BlockTable child = parent.share(pool);
-  EXPECT_EQ(child.blocks, parent.blocks);
-  for (int32_t b : parent.blocks) EXPECT_EQ(pool.refcount(b), 2);
+  EXPECT_EQ(child.blocks(), parent.blocks());
+  for (int32_t b : parent.blocks()) EXPECT_EQ(pool.refcount(b), 2);
   EXPECT_EQ(pool.n_used(), 3);
 }
 
@@ -27,26 +27,26 @@ TEST(CopyOnWrite, OnlyTheSharedBlockBeingWrittenIsCopied) {
   BlockTable parent;
   ASSERT_TRUE(parent.reserve(pool, 40));
   BlockTable a = parent.share(pool), b = parent.share(pool);
-  const std::vector<int32_t> before = parent.blocks;
+  const std::vector<int32_t> before = parent.blocks();
 
   // Writing position 40 (slot 8 of block 2): the full blocks stay shared.
   std::vector<BlockCopy> copies;
   ASSERT_TRUE(a.own_blocks(pool, 40, 41, copies));
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].src, before[2]);
-  EXPECT_EQ(copies[0].dst, a.blocks[2]);
-  EXPECT_NE(a.blocks[2], before[2]);
-  EXPECT_EQ(a.blocks[0], before[0]);
-  EXPECT_EQ(a.blocks[1], before[1]);
+  EXPECT_EQ(copies[0].dst, a.blocks()[2]);
+  EXPECT_NE(a.blocks()[2], before[2]);
+  EXPECT_EQ(a.blocks()[0], before[0]);
+  EXPECT_EQ(a.blocks()[1], before[1]);
   EXPECT_EQ(pool.refcount(before[2]), 2);  // parent and b
-  EXPECT_EQ(pool.refcount(a.blocks[2]), 1);
+  EXPECT_EQ(pool.refcount(a.blocks()[2]), 1);
 
   ASSERT_TRUE(b.own_blocks(pool, 40, 41, copies));
   EXPECT_EQ(copies.size(), 2u);
   // The parent is the last holder: it writes in place, nothing copied.
   ASSERT_TRUE(parent.own_blocks(pool, 40, 41, copies));
   EXPECT_EQ(copies.size(), 2u);
-  EXPECT_EQ(parent.blocks, before);
+  EXPECT_EQ(parent.blocks(), before);
   EXPECT_EQ(pool.refcount(before[2]), 1);
   // Writing again into a block a sequence already owns copies nothing.
   ASSERT_TRUE(a.own_blocks(pool, 41, 42, copies));
@@ -63,11 +63,11 @@ TEST(CopyOnWrite, FailsUnchangedWhenThePoolIsFull) {
   BlockTable parent;
   ASSERT_TRUE(parent.reserve(pool, 40));  // all 3 blocks
   BlockTable child = parent.share(pool);
-  const std::vector<int32_t> before = child.blocks;
+  const std::vector<int32_t> before = child.blocks();
   std::vector<BlockCopy> copies;
   EXPECT_FALSE(child.own_blocks(pool, 40, 41, copies));
   EXPECT_TRUE(copies.empty());
-  EXPECT_EQ(child.blocks, before);
+  EXPECT_EQ(child.blocks(), before);
   EXPECT_EQ(pool.refcount(before[2]), 2);
 }
 

@@ -40,10 +40,10 @@ TEST(PrefixCache, ReusesFullBlocksOfTheLongestMatchingPrefix) {
   std::vector<uint64_t> second_hashes;
   EXPECT_EQ(match_cached_prefix(pool, other, static_cast<int32_t>(other.size()), second, second_hashes),
             2 * kBlockTokens);
-  ASSERT_EQ(second.blocks.size(), 2u);
-  EXPECT_EQ(second.blocks[0], first.blocks[0]);
-  EXPECT_EQ(second.blocks[1], first.blocks[1]);
-  EXPECT_EQ(pool.refcount(first.blocks[0]), 2);
+  ASSERT_EQ(second.blocks().size(), 2u);
+  EXPECT_EQ(second.blocks()[0], first.blocks()[0]);
+  EXPECT_EQ(second.blocks()[1], first.blocks()[1]);
+  EXPECT_EQ(pool.refcount(first.blocks()[0]), 2);
 
   // max_tokens caps the match.
   BlockTable third;

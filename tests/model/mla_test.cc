@@ -151,9 +151,9 @@ TEST(Mla, ShiftedLatentsEqualLatentsComputedAtTheNewPositions) {
   const auto worst = [&] {
     float d = 0.0f;
     for (int32_t i = 0; i < n; ++i) {
-      a.load_key(0, ta.blocks[static_cast<size_t>(i / kBlockTokens)], 0, i % kBlockTokens, ka.data());
+      a.load_key(0, ta.blocks()[static_cast<size_t>(i / kBlockTokens)], 0, i % kBlockTokens, ka.data());
       const int32_t j = i + kDelta;
-      b.load_key(0, tb.blocks[static_cast<size_t>(j / kBlockTokens)], 0, j % kBlockTokens, kb.data());
+      b.load_key(0, tb.blocks()[static_cast<size_t>(j / kBlockTokens)], 0, j % kBlockTokens, kb.data());
       for (size_t x = 0; x < row; ++x) d = std::max(d, std::fabs(ka[x] - kb[x]));
     }
     return d;

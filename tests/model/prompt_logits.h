@@ -14,7 +14,7 @@ namespace duet::testing {
 inline std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& prompt, bool one_batch,
                                         KvType kv_type = KvType::F32) {
   ThreadPool pool(2);
-  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(prompt.size())), kv_type);
+  KvCache cache(m.kv_shape(), blocks_for_tokens(static_cast<int32_t>(prompt.size())) * m.kv_shape().n_groups(), kv_type);
   BlockTable table;
   EXPECT_TRUE(table.reserve(cache.pool(), static_cast<int32_t>(prompt.size())));
   const size_t vocab = static_cast<size_t>(m.config().n_vocab);

@@ -3,6 +3,7 @@
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
 #   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
 #   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
+#   greedy-mixed           64 greedy tokens of a Gemma 2 whose sliding layers free their blocks identical
 #   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe, deepseek2): logits, then 64 greedy tokens
 #   moe-qwen2              a Qwen2-MoE checkpoint folder (a gated shared expert): logits; greedy of its GGUF
 #   serve-moe              duet serve of a Mixtral (tests/mpi/serve_test.py): answers and /metrics' routing
@@ -113,6 +114,18 @@ case $CASE in
     model=$1
     [ -f "$model" ] || model="$SHARED/models/$1/$1.gguf"
     greedy_check "$model" 30
+    ;;
+  greedy-mixed)
+    # One sliding layer over 16 tokens beside a global one: blocks of a
+    # group of layers, freed behind the window, named alike on both ranks.
+    "$DUET" synth --like gemma2-2b --window 16 --dim 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 1024 --layers 2 \
+      --vocab "$SHARED/models/stories260K/stories260K.gguf" --ctx 256 --seed 7 -o "$TMP/g.gguf" >/dev/null 2>&1 \
+      || fail "synth"
+    run=(run -m "$TMP/g.gguf" -p "Once upon a time" -n 64 --temp 0 --ignore-eos -t 1)
+    "$DUET" "${run[@]}" >"$TMP/one.txt" 2>"$TMP/one.err" || fail "one process"
+    grep -q "freed behind the sliding window" "$TMP/one.err" || { cat "$TMP/one.err"; fail "one block table"; }
+    "${MPIRUN[@]}" "$DUET" "${run[@]}" >"$TMP/two.txt" 2>"$TMP/two.err" || { cat "$TMP/two.err"; fail "two ranks"; }
+    cmp "$TMP/one.txt" "$TMP/two.txt" || fail "greedy text differs"
     ;;
   moe)
     like=$1 type=$2 btl=$3

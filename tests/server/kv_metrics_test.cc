@@ -21,7 +21,12 @@ std::string metrics_after_a_completion(const HarnessOptions& o) {
   if (r) {
     EXPECT_EQ(r->status, 200) << r->body;
   }
-  return c.Get("/metrics")->body;
+  // The engine publishes its metrics after the step that ends the request,
+  // which may come after the response has reached us.
+  return wait_for_metrics(s, [](const std::string& t) {
+    return metric_value(t, "duet_requests_finished_total{reason=\"stop\"}") +
+               metric_value(t, "duet_requests_finished_total{reason=\"length\"}") >= 1;
+  });
 }
 
 TEST(KvMetrics, ExposeTypeAndBytesPerToken) {
@@ -53,7 +58,9 @@ TEST(KvMetrics, UsageRatioFollowsTheBlocksInUse) {
     nlohmann::json body = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
     ASSERT_TRUE(sock.send_all(raw_post("/v1/completions", body.dump())));
     ASSERT_NE(sock.read_until("data: ").find("data: "), std::string::npos);
-    const std::string m = s.client().Get("/metrics")->body;
+    // Published after the step that wrote the first piece.
+    const std::string m =
+        wait_for_metrics(s, [](const std::string& t) { return metric_value(t, "duet_kv_blocks_used") > 0; });
     const double used = metric_value(m, "duet_kv_blocks_used");
     EXPECT_GT(used, 0) << m;
     EXPECT_DOUBLE_EQ(metric_value(m, "duet_kv_usage_ratio"), used / metric_value(m, "duet_kv_blocks_total")) << m;
