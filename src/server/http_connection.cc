@@ -67,19 +67,28 @@ void HttpConnection::on_deadline() {
   refuse(408, in_body_ ? "the request body was not sent in time" : "the request head was not sent in time");
 }
 
-// One read is pending at a time, in both phases: while a request is being
-// handled it watches for the client going away, so a request waiting in the
-// queue or still prefilling is cancelled then, not at its first write.
+// One read is pending at a time, in every phase (Asio allows no second read
+// on a socket while one is out): while a request is being handled it
+// watches for the client going away, so a request waiting in the queue or
+// still prefilling is cancelled then, not at its first write; while closing
+// it drains what the client still sends (linger_close).
 void HttpConnection::read_more() {
   if (read_pending_) return;
   read_pending_ = true;
   socket_.async_read_some(asio::buffer(buf_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
     self->read_pending_ = false;
-    if (self->phase_ == Phase::kHandling) return self->on_read_while_handling(ec, n);
-    if (self->phase_ != Phase::kReading) return;
-    if (ec) return self->close();
-    self->in_.append(self->buf_.data(), n);
-    self->advance();
+    switch (self->phase_) {
+      case Phase::kHandling:
+        return self->on_read_while_handling(ec, n);
+      case Phase::kReading:
+        if (ec) return self->close();
+        self->in_.append(self->buf_.data(), n);
+        return self->advance();
+      case Phase::kClosing:  // dropped until the client closes or the linger deadline
+        return ec ? self->close() : self->read_more();
+      case Phase::kClosed:
+        return;
+    }
   });
 }
 
@@ -205,14 +214,7 @@ void HttpConnection::linger_close() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   if (ec) return close();
   arm_deadline(kLingerMs);
-  struct Drain {
-    std::shared_ptr<HttpConnection> self;
-    void operator()(const asio::error_code& ec, size_t) const {
-      if (ec || self->phase_ == Phase::kClosed) return self->close();
-      self->socket_.async_read_some(asio::buffer(self->buf_), *this);
-    }
-  };
-  Drain{shared_from_this()}({}, 0);
+  read_more();  // or the read already out (a response's watch) drains on
 }
 
 void HttpConnection::close_unless_handling() {
