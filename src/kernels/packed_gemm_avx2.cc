@@ -257,9 +257,8 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {Q8::kOffset, &gemm<Q8>, &quantize_packed_act},
     {Q4::kOffset, &gemm<Q4>, &quantize_packed_act},
     {Q4K::kOffset, &gemm<Q4K>, &quantize_packed_act},
-    {},
-    {},
-    {},
+    {}, {}, {},              // floats
+    {}, {}, {}, {}, {}, {},  // the low-bit layouts: AVX-512 only
 };
 
 }  // namespace duet
