@@ -76,6 +76,8 @@ std::vector<KernelEntry> make_table() {
       {&kPackedAvx2.q8_0, DType::Q8_0, kAvx2, "avx2 maddubs (sign trick), 16-row groups, 8 rows x 4 tokens"},
       {&kPackedAvx2.q4_0, DType::Q4_0, kAvx2, "avx2 maddubs, 16-row groups, 8 rows x 4 tokens"},
       {&kPackedAvx2.q4_K, DType::Q4_K, kAvx2, "avx2 maddubs, 16-row groups, 8 rows x 4 tokens"},
+      {&kPackedAvx2.iq4_nl, DType::IQ4_NL, kAvx2, "avx2 maddubs (sign trick), 16-row groups, vpshufb levels"},
+      {&kPackedAvx2.q5_0, DType::Q5_0, kAvx2, "avx2 maddubs, 16-row groups, fifth bits by compare"},
       {&kPackedAvx512.q8_0, DType::Q8_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_0, DType::Q4_0, kAvx512, "avx512 vnni, 16-row groups"},
       {&kPackedAvx512.q4_K, DType::Q4_K, kAvx512, "avx512 vnni, 16-row groups"},

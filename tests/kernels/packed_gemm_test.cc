@@ -205,7 +205,7 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
 // worth of tokens, and a prefill long enough to use several token blocks.
 TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     for (int64_t k : {256, 1280, 2816})  // 8 blocks, 5 groups, 11 groups (Q4_K: super-blocks)
@@ -230,7 +230,7 @@ TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
 TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
   const int64_t k = 512, rows = 16, m = 2;
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     QuantMatrix w = random_matrix(t, k, rows, 5);
