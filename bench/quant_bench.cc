@@ -134,7 +134,8 @@ void BM_PackedGemm(benchmark::State& state, DType t, CpuLevel level, int64_t m) 
 
 const bool registered = [] {
   // The AVX-512 kernels keep their old names; the AVX2 ones get /avx2.
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16})
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::F16, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                  DType::IQ4_XS, DType::Q2_K, DType::Q3_K})
     for (CpuLevel l : {CpuLevel::kAvx512, CpuLevel::kAvx2})
       if (l <= cpu_features().best_level() && kernels_at(l).packed(t))
         for (int64_t m : {1, 8, 16, 64, 512})

@@ -6,6 +6,7 @@
 
 #include "core/half.h"
 #include "core/quant_blocks.h"
+#include "kernels/packed_lowbit.h"
 #include "kernels/quant.h"
 #include "kernels/registry.h"
 
@@ -16,51 +17,8 @@ constexpr int64_t kScaleBytes = kPackRows * 2;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-// Types whose blocks are exactly Q8_0 blocks once their levels are decoded
-// to int8 (Q5_0: q - 16; IQ4_NL: the grid value; the same f16 d): they pack
-// into Q8_0's layout and run its kernels.
-bool packs_as_q8_0(DType t) { return t == DType::Q8_0 || t == DType::Q5_0 || t == DType::IQ4_NL; }
-
 // Bytes of one block of one 16-row group: the 16 scales and the quants.
-int64_t group_block_bytes(DType t) {
-  return kScaleBytes + kPackRows * (packs_as_q8_0(t) ? kQK32 : kQK32 / 2);
-}
-
-// Block b of row r of a Q5_0 or IQ4_NL matrix as a Q8_0 block (exact).
-BlockQ8_0 as_q8_0(const TensorView& w, int64_t r, int64_t b) {
-  BlockQ8_0 q;
-  float y[kQK32];
-  if (w.dtype == DType::Q5_0) {
-    const BlockQ5_0& blk = reinterpret_cast<const BlockQ5_0*>(w.row(r))[b];
-    q.d = blk.d;
-    // Dequantized with d = 1 the values are the levels, as exact floats.
-    BlockQ5_0 unit = blk;
-    unit.d = f32_to_f16(1.f);
-    dequantize_row_q5_0(&unit, y, kQK32);
-  } else {
-    const BlockIQ4_NL& blk = reinterpret_cast<const BlockIQ4_NL*>(w.row(r))[b];
-    q.d = blk.d;
-    BlockIQ4_NL unit = blk;
-    unit.d = f32_to_f16(1.f);
-    dequantize_row_iq4_nl(&unit, y, kQK32);
-  }
-  for (int i = 0; i < kQK32; ++i) q.qs[i] = static_cast<int8_t>(y[i]);
-  return q;
-}
-
-void pack_q8_0_like_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
-  const int64_t nb = w.ne[0] / kQK32;
-  out += g0 * nb * group_block_bytes(w.dtype);
-  for (int64_t g = g0; g < g1; ++g)
-    for (int64_t b = 0; b < nb; ++b, out += group_block_bytes(w.dtype))
-      for (int r = 0; r < kPackRows; ++r) {
-        const BlockQ8_0 blk = as_q8_0(w, g * kPackRows + r, b);
-        std::memcpy(out + 2 * r, &blk.d, 2);
-        for (int c = 0; c < 8; ++c)
-          for (int i = 0; i < 4; ++i)  // signed -> unsigned + 128
-            out[kScaleBytes + (c * kPackRows + r) * 4 + i] = static_cast<uint8_t>(blk.qs[4 * c + i]) ^ 0x80;
-      }
-}
+int64_t group_block_bytes(DType t) { return kScaleBytes + kPackRows * (t == DType::Q8_0 ? kQK32 : kQK32 / 2); }
 
 template <class Block>
 void pack_groups(const TensorView& w, uint8_t* out, bool q8, int64_t g0, int64_t g1) {
@@ -180,7 +138,7 @@ void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* 
 
 // Unsigned weight element i (0..31) of row r of one packed block's quants.
 uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
-  if (packs_as_q8_0(t)) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
+  if (t == DType::Q8_0) return qs[(i / 4 * kPackRows + r) * 4 + i % 4];
   const int j = i % 16;  // byte j of the original qs: element j low, j + 16 high
   const uint8_t byte = qs[(j / 4 * kPackRows + r) * 4 + j % 4];
   return i < 16 ? byte & 0x0F : byte >> 4;
@@ -189,14 +147,18 @@ uint8_t packed_element(DType t, const uint8_t* qs, int r, int i) {
 }  // namespace
 
 bool packable(const TensorView& w) {
-  const int64_t block = is_float(w.dtype) ? 1 : w.dtype == DType::Q4_K ? kQKK : kQK32;
+  const int64_t block = is_float(w.dtype)                ? 1
+                        : w.dtype == DType::Q4_K            ? kQKK
+                        : packed_lowbit::handles(w.dtype) ? packed_lowbit::block_elems(w.dtype)
+                                                          : kQK32;
   return !w.packed && w.n_dims == 2 && kernels().packed(w.dtype) && w.ne[0] > 0 && w.ne[0] % block == 0 &&
          w.ne[1] % kPackRows == 0 && w.ne[1] > 0;
 }
 
 size_t packed_bytes(const TensorView& w) {
-  if (w.dtype == DType::Q5_0 || w.dtype == DType::IQ4_NL)
-    return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / kQK32) * group_block_bytes(w.dtype));
+  if (packed_lowbit::handles(w.dtype))
+    return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / packed_lowbit::block_elems(w.dtype)) *
+                               packed_lowbit::group_block_bytes(w.dtype));
   if (w.dtype != DType::Q4_K) return w.nbytes;
   return static_cast<size_t>(w.rows() / kPackRows * (w.ne[0] / kQKK) * kK4Bytes);
 }
@@ -204,7 +166,7 @@ size_t packed_bytes(const TensorView& w) {
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
   if (is_float(w.dtype)) return pack_float_groups(w, out, group_begin, group_end);
   if (w.dtype == DType::Q4_K) return pack_k4_groups(w, out, group_begin, group_end);
-  if (w.dtype == DType::Q5_0 || w.dtype == DType::IQ4_NL) return pack_q8_0_like_groups(w, out, group_begin, group_end);
+  if (packed_lowbit::handles(w.dtype)) return packed_lowbit::pack(w, out, group_begin, group_end);
   if (w.dtype == DType::Q8_0)
     pack_groups<BlockQ8_0>(w, out, true, group_begin, group_end);
   else
@@ -228,13 +190,13 @@ void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset, si
     const float id = d != 0.f ? 1.f / d : 0.f;
     for (int64_t b = g0; b < g1; ++b) {
       PackedActBlock& y = block(b);
-      int32_t sum = 0;
+      int32_t sum[2] = {0, 0};  // of each half
       for (int i = 0; i < kQK32; ++i) {
         y.qs[i] = static_cast<int8_t>(std::round(x[b * kQK32 + i] * id));
-        sum += y.qs[i];
+        sum[i / 16] += y.qs[i];
       }
       y.d = f16_to_f32(f32_to_f16(d));
-      y.start = -offset * sum;
+      y.start = offset == kHalfSums ? packed_lowbit::half_sums(sum[0], sum[1]) : -offset * (sum[0] + sum[1]);
     }
   }
 }
@@ -243,6 +205,7 @@ void packed_gemm_reference(DType t, int64_t k, const uint8_t* w, int64_t n_group
                            size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   if (is_float(t)) return float_reference(t, k, w, n_groups, x, x_stride, n_tok, y, y_stride);
   if (t == DType::Q4_K) return k4_reference(k, w, n_groups, x, x_stride, n_tok, y, y_stride);
+  if (packed_lowbit::handles(t)) return packed_lowbit::reference(t, k, w, n_groups, x, x_stride, n_tok, y, y_stride);
   const int64_t nb = k / kQK32, gb = group_block_bytes(t);
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t tok = 0; tok < n_tok; ++tok)
@@ -316,7 +279,7 @@ void unpack_blocks_row(const TensorView& w, int64_t row, uint8_t* out, bool q8) 
 
 }  // namespace
 
-DType unpacked_type(DType t) { return packs_as_q8_0(t) ? DType::Q8_0 : t; }
+DType unpacked_type(DType t) { return t; }
 
 void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
   if (is_float(w.dtype)) {
@@ -326,7 +289,8 @@ void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
     return;
   }
   if (w.dtype == DType::Q4_K) return unpack_k4_row(w, row, out);
-  if (packs_as_q8_0(w.dtype)) return unpack_blocks_row<BlockQ8_0>(w, row, out, true);
+  if (packed_lowbit::handles(w.dtype)) return packed_lowbit::unpack_row(w, row, out);
+  if (w.dtype == DType::Q8_0) return unpack_blocks_row<BlockQ8_0>(w, row, out, true);
   unpack_blocks_row<BlockQ4_0>(w, row, out, false);
 }
 

@@ -14,9 +14,6 @@
 // Layout, per group of 16 rows (groups in row order), per block b in order:
 //   16 x f16 d      the 16 rows' scales of block b (32 bytes)
 //   Q8_0: 8 chunks c, each 16 rows x 4 bytes: (q[r][4c + i] + 128) as u8
-//   Q5_0, IQ4_NL: as Q8_0, their levels decoded to int8 (exact, same d), and
-//         run by Q8_0's kernels: 34 bytes per block instead of 22 or 18,
-//         for the int8 units' speed in prefill and a linear stream in decode
 //   Q4_0: 4 chunks j, each 16 rows x 4 bytes: bytes 4j..4j+3 of row r's qs
 //         (low nibbles = elements 4j.., high nibbles = elements 16 + 4j..)
 //   Q4_K, per 256-element super-block instead: 16 x f16 d, 16 x f16 dmin,
@@ -29,7 +26,8 @@
 //   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
 //   so one load widens to the vector an fma per token needs (no horizontal
 //   sums; the register tile is 16 rows x 12 tokens).
-// Otherwise the same bytes as the file's.
+// Otherwise the same bytes as the file's. IQ4_NL, Q5_0, Q5_1, IQ4_XS, Q2_K
+// and Q3_K: packed_lowbit.h.
 //
 // Activations go in PackedActBlock form: int8 values, their scale as f32,
 // and -offset * sum(q) so the weights' unsigned offset (128 or Q4_0's 8)
@@ -79,10 +77,15 @@ using PackedGemm = void (*)(int64_t k, const uint8_t* w, int64_t n_groups, const
 // PackedKernels::offset of the float types: their activations stay f32
 // rows, not PackedActBlocks.
 inline constexpr int kFloatActs = -1;
+// PackedKernels::offset of Q2_K and Q3_K, whose sub-blocks are 16 elements:
+// start holds the sums of the block's two halves as int16 (low: elements
+// 0..15), packed_lowbit::half_sums.
+inline constexpr int kHalfSums = -2;
 
 struct PackedKernels {
-  // The weights' unsigned offset, 128 (Q8_0) or 8 (Q4_0), or 1 for Q4_K
-  // (whose mins need sum(q) itself); or kFloatActs.
+  // The weights' unsigned offset, 128 (Q8_0, IQ4_NL, IQ4_XS), 16 (Q5_0) or
+  // 8 (Q4_0), or 1 for Q4_K and Q5_1 (whose mins need sum(q) itself); or
+  // kFloatActs or kHalfSums.
   int offset;
   PackedGemm gemm;
   // quantize_packed_act's result, faster (nullptr for the float types).
@@ -90,10 +93,12 @@ struct PackedKernels {
 };
 
 // The packed kernels of each type that has them: AVX-512 for every type,
-// AVX2 for the int8 ones (its float members are empty and not registered).
+// AVX2 for Q8_0, Q4_0, Q4_K, IQ4_NL and Q5_0 (its other members are empty
+// and not registered).
 // A weight without them at the active level stays in file layout.
 struct PackedTypeKernels {
   PackedKernels q8_0, q4_0, q4_K, f32, f16, bf16;
+  PackedKernels iq4_nl, q5_0, q5_1, iq4_xs, q2_K, q3_K;
 };
 extern const PackedTypeKernels kPackedAvx2;
 extern const PackedTypeKernels kPackedAvx512;
@@ -112,9 +117,8 @@ void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
 // Row `row` of a packed matrix in the file layout of unpacked_type(its
-// dtype): the exact inverse of pack_weights (Q5_0 and IQ4_NL, packed as
-// Q8_0, come back as the Q8_0 blocks holding the same values), so a tied
-// embedding can be read from the head's packed copy and the file's copy let go.
+// dtype): the exact inverse of pack_weights, so a tied embedding can be
+// read from the head's packed copy and the file's copy let go.
 DType unpacked_type(DType packed);
 void unpack_row(const TensorView& packed, int64_t row, uint8_t* out);
 

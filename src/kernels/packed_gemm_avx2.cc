@@ -1,4 +1,5 @@
-// AVX2 kernels of the packed int8 layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K.
+// AVX2 kernels of the packed int8 layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
+// and IQ4_NL, Q5_0 (packed_lowbit.h).
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
@@ -29,6 +30,7 @@
 
 #include "core/quant_blocks.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/packed_lowbit.h"
 
 namespace duet {
 namespace {
@@ -67,7 +69,7 @@ struct Int8Blocks {
 // s[t] = this block's int32 dot of half h's 8 rows with token t, start included.
 struct Q8 : Int8Blocks<128, 32> {
   template <int T>
-  [[gnu::always_inline]] static void dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
     // sum(q * x) already is stored . x + start (see the top of the file).
     #pragma GCC unroll 4
@@ -89,7 +91,7 @@ struct Q8 : Int8Blocks<128, 32> {
 // in its high halves.
 struct Q4 : Int8Blocks<8, 16> {
   template <int T>
-  [[gnu::always_inline]] static void dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256i p[T];  // s16 pair sums: 8 of at most 3810 each
     #pragma GCC unroll 4
@@ -106,6 +108,74 @@ struct Q4 : Int8Blocks<8, 16> {
     }
     #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) s[t] = _mm256_add_epi32(_mm256_madd_epi16(p[t], ones), _mm256_set1_epi32(a[t]->start));
+  }
+};
+
+// IQ4_NL (packed_lowbit.h): Q4_0's nibble lines hold indices, looked up
+// (vpshufb) as the signed levels, then Q8_0's sign trick: |level| <= 127, so
+// pairs stay <= 32258; the sums start at 0, sum(level * x) being the stored
+// (level + 128) . x + start.
+struct IQ4NL : Int8Blocks<128, 16> {
+  template <int T>
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i raw = load(qs + 64 * j);
+      const __m256i q[2] = {_mm256_shuffle_epi8(table, _mm256_and_si256(raw, low)),
+                            _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low))};
+      #pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e) {
+        const __m256i mag = _mm256_abs_epi8(q[e]);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q[e]);
+          s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+        }
+      }
+    }
+  }
+};
+
+// Q5_0 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half h's 32
+// bits of each 64-bit mask widened to bytes (byte k gets bit k). Levels
+// 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens them.
+struct Q5_0W : Int8Blocks<16, 20> {
+  [[gnu::always_inline]] static __m256i fifth_bits(const uint8_t* mask) {
+    int32_t bits;
+    std::memcpy(&bits, mask, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                  3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+  }
+  template <int T>
+  [[gnu::always_inline]] static void dot(const uint8_t* qs, int h, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    // qs is the block's nibbles + 32h; mask c's half h at nibbles + 256 + 8c + 4h.
+    const uint8_t* masks = qs - 4 * kHalf * h + packed_lowbit::kNibbles + 4 * h;
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) s[t] = _mm256_set1_epi32(a[t]->start);
+    #pragma GCC unroll 2
+    for (int e = 0; e < 2; ++e) {  // low nibbles (elements 0..15), then high (16..31)
+      __m256i p[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) p[t] = _mm256_setzero_si256();
+      #pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256i raw = load(qs + 64 * j);
+        const __m256i nib = _mm256_and_si256(e == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
+        const __m256i u = _mm256_or_si256(nib, fifth_bits(masks + 8 * (4 * e + j)));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(u, bcast4(a[t]->qs + 16 * e + 4 * j)));
+      }
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p[t], ones));
+    }
   }
 };
 
@@ -129,7 +199,7 @@ void half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t x
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const PackedActBlock*>(x) + t;
       const __m256 dw = load_f16(blk + 2 * kHalf * h);
       __m256i s[T];
-      W::template dot<T>(blk + 32 + 4 * kHalf * h, a, s);
+      W::template dot<T>(blk + 32 + 4 * kHalf * h, h, a, s);
       #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[t]);
     }
@@ -257,6 +327,12 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {Q8::kOffset, &gemm<Q8>, &quantize_packed_act},
     {Q4::kOffset, &gemm<Q4>, &quantize_packed_act},
     {Q4K::kOffset, &gemm<Q4K>, &quantize_packed_act},
+    {},
+    {},
+    {},
+    {IQ4NL::kOffset, &gemm<IQ4NL>, &quantize_packed_act},
+    {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize_packed_act},
+    {},  // Q5_1, IQ4_XS, Q2_K, Q3_K: AVX-512 only
     {},
     {},
     {},

@@ -16,6 +16,7 @@
 
 #include "core/quant_blocks.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/packed_lowbit.h"
 #include "kernels/vec.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
@@ -42,13 +43,16 @@ constexpr int kPrefetchBytes = 4096;
 
 // The 32-element types: the weights' unsigned offset, and the bytes of one
 // block of a group (16 f16 scales, then 16 rows of quants).
-template <int kOffsetV, int64_t kQuantBytes>
+// Q5_1 has a second row of 16 f16 (its mins) before the quants.
+template <int kOffsetV, int64_t kQuantBytes, bool kAffineV = false>
 struct Int8Blocks {
   static constexpr bool kInt8 = true;
   static constexpr int kMaxToks = 16;
   static constexpr int kTileToks = 8;
   static constexpr int kOffset = kOffsetV;
-  static constexpr int64_t kBlockBytes = 32 + 16 * kQuantBytes;
+  static constexpr bool kAffine = kAffineV;
+  static constexpr int64_t kQuantAt = kAffine ? 64 : 32;
+  static constexpr int64_t kBlockBytes = kQuantAt + 16 * kQuantBytes;
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
 };
 
@@ -74,6 +78,47 @@ struct Q4 : Int8Blocks<8, 16> {
     }
   }
 };
+
+// 64 bits at p as a byte mask (kmovq from memory).
+[[gnu::always_inline]] inline __mmask64 load_mask(const uint8_t* p) {
+  uint64_t bits;
+  std::memcpy(&bits, p, 8);
+  return _cvtu64_mask64(bits);
+}
+
+// IQ4_NL and IQ4_XS's 16 levels + 128 as u8, in every 128-bit lane for vpshufb.
+inline __m512i iq4_table() {
+  alignas(16) uint8_t t[16];
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kIq4Levels[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// IQ4_NL: Q4_0's nibble lines hold indices into the levels.
+struct IQ4NL : Int8Blocks<128, 16> {
+  [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
+    const __m512i table = iq4_table();
+    Q4::load(qs, w);
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) w[c] = _mm512_shuffle_epi8(table, w[c]);
+  }
+};
+
+// Q5_0 / Q5_1: Q4_0's nibbles, then one 64-bit mask per vector whose set
+// bytes get the fifth bit (16).
+template <int kOffsetV, bool kAffineV>
+struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
+  [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    Q4::load(qs, w);
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __mmask64 high = load_mask(qs + packed_lowbit::kNibbles + 8 * c);
+      w[c] = _mm512_mask_add_epi8(w[c], high, w[c], sixteen);
+    }
+  }
+};
+using Q5_0W = Q5<16, false>;
+using Q5_1W = Q5<1, true>;
 
 // Where the streaming kernels prefetch to, by how long a weight line stays
 // in use. One token (decode) passes a line in a few cycles: into L1 (into L2,
@@ -109,15 +154,17 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
         for (int64_t off = 0; off < W::kBlockBytes; off += 64)
           _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+      __m512 dm;
+      if constexpr (W::kAffine) dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
       __m512i w[8];
-      W::load(blk + 32, w);
+      W::load(blk + W::kQuantAt, w);
       #pragma GCC unroll 4
       for (int t0 = 0; t0 < T; t0 += kSub) {
         constexpr int kMax = kSub;
         __m512i s[kMax];
         #pragma GCC unroll 4
         for (int t = 0; t < kMax; ++t)
-          if (t0 + t < T) s[t] = _mm512_set1_epi32(act(t0 + t)->start);
+          if (t0 + t < T) s[t] = W::kAffine ? _mm512_setzero_si512() : _mm512_set1_epi32(act(t0 + t)->start);
         #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c)
           #pragma GCC unroll 4
@@ -125,7 +172,11 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
             if (t0 + t < T) s[t] = dpbusd_bcast(s[t], w[c], act(t0 + t)->qs + 4 * c);
         #pragma GCC unroll 4
         for (int t = 0; t < kMax; ++t)
-          if (t0 + t < T) part[t0 + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), dw, part[t0 + t]);
+          if (t0 + t < T) {
+            part[t0 + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), dw, part[t0 + t]);
+            if constexpr (W::kAffine)  // + m * sum(x), start = -sum(x)
+              part[t0 + t] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(static_cast<float>(act(t0 + t)->start)), part[t0 + t]);
+          }
       }
     }
     #pragma GCC unroll 16
@@ -226,6 +277,153 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
+// IQ4_XS (packed_lowbit.h): per sub-block of 32, Q4_0's nibble lines looked
+// up as IQ4_NL's, the int32 sums from start (offset 128), and part =
+// fma(isum, d * ls_j, part); the super-block is one activation group.
+template <int T, bool kPrefetch>
+void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  const __m512i table = iq4_table();
+  alignas(64) float totals[T][16];  // as in micro: y's rows alias
+  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
+    if constexpr (kPrefetch)
+      for (int64_t off = 0; off < kIq4XsHead; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    __m512 part[T];
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) part[t] = _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
+      if constexpr (kPrefetch)
+        for (int q = 0; q < 4; ++q)
+          _mm_prefetch(reinterpret_cast<const char*>(lines) + kPrefetchBytes + 64 * q, kPrefetchHint<T>);
+      __m512i w[8];
+      Q4::load(lines, w);
+      #pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) w[c] = _mm512_shuffle_epi8(table, w[c]);
+      const __m128i ls = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kD + 16 * j));
+      const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ls)));
+      #pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        __m512i s = _mm512_set1_epi32(act(t, j)->start);
+        #pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) s = dpbusd_bcast(s, w[c], act(t, j)->qs + 4 * c);
+        part[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), ds, part[t]);
+      }
+    }
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const __m512 total = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
+      _mm512_store_ps(totals[t], _mm512_fmadd_ps(part[t], _mm512_set1_ps(act(t, 0)->d), total));
+    }
+  }
+  #pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
+}
+
+// Q2_K / Q3_K (packed_lowbit.h): per sub-block of 16, one line of 2-bit
+// fields (Q3_K: the third bit added as 4 under 4 masks) as 4 vectors, 4
+// vpdpbusd into s (|s| <= 7 * 127 * 16, an int16), then isum += s * sc_j by
+// one vpdpwssd with (sc_j, 0) per lane. The offset term per pair of
+// sub-blocks: one vpdpwssd of the rows' int16 pairs with the token's
+// activation start, which holds the halves' sums (kHalfSums).
+template <bool kQ3, int T, bool kPrefetch>
+void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  constexpr int64_t kHead = kQ3 ? kQ3KHead : kQ2KHead, kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
+  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD;
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i low_half = _mm512_set1_epi32(0xFFFF), nibble = _mm512_set1_epi16(0xF);
+  alignas(64) float totals[T][16];  // as in micro: y's rows alias
+  auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kBytes, x += 8 * xs) {
+    if constexpr (kPrefetch)
+      for (int64_t off = 0; off < kHead; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+    __m512i isum[T], msum[T];
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kPairsAt + 32 * p));
+      const __m512i pairs = kQ3 ? _mm512_cvtepi8_epi16(raw) : _mm512_cvtepu8_epi16(raw);
+      const __m512i sc = kQ3 ? pairs : _mm512_and_si512(pairs, nibble);
+      // Q2_K: the mins; Q3_K: -4 * sc, the levels' offset.
+      const __m512i off = kQ3 ? _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pairs, 2))
+                              : _mm512_srli_epi16(pairs, 4);
+      const __m512i scv[2] = {_mm512_and_si512(sc, low_half), _mm512_srli_epi32(sc, 16)};
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* line = blk + kHead + 64 * (2 * p + h);
+        if constexpr (kPrefetch) {
+          _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, kPrefetchHint<T>);
+          if constexpr (kQ3)
+            if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(line) + kCrumbs + kPrefetchBytes, kPrefetchHint<T>);
+        }
+        const __m512i raw_line = _mm512_loadu_si512(line);
+        __m512i w[4];
+        #pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) {
+          w[s] = _mm512_and_si512(s == 0 ? raw_line : _mm512_srli_epi16(raw_line, 2 * s), three);
+          if constexpr (kQ3) {
+            const __mmask64 high = load_mask(blk + kHead + kCrumbs + 32 * (2 * p + h) + 8 * s);
+            w[s] = _mm512_mask_add_epi8(w[s], high, w[s], four);
+          }
+        }
+        #pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) {
+          __m512i s = _mm512_setzero_si512();
+          #pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) s = dpbusd_bcast(s, w[q], act(t, p)->qs + 16 * h + 4 * q);
+          isum[t] = _mm512_dpwssd_epi32(isum[t], s, scv[h]);
+        }
+      }
+      #pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        __m512i& into = kQ3 ? isum[t] : msum[t];
+        into = dpwssd_bcast(into, off, &act(t, p)->start);
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      __m512 v = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t]));
+      if constexpr (!kQ3) {
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kD)));
+        v = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(msum[t]), v);
+      }
+      const __m512 total = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
+      _mm512_store_ps(totals[t], _mm512_fmadd_ps(v, _mm512_set1_ps(act(t, 0)->d), total));
+    }
+  }
+  #pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
+}
+
+// The super-block types beside Q4_K: 8 tokens per micro-kernel.
+template <int kOffsetV, int64_t kBytes>
+struct SuperBlocks {
+  static constexpr bool kInt8 = true;
+  static constexpr bool kSuper = true;
+  static constexpr int kMaxToks = 8;
+  static constexpr int kOffset = kOffsetV;
+  static int64_t group_bytes(int64_t k) { return k / kQKK * kBytes; }
+};
+struct IQ4XS : SuperBlocks<128, packed_lowbit::kIq4XsBytes> {
+  template <int T, bool P>
+  static void run(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+    iq4xs_micro<T, P>(k, w, x, xs, y, ys);
+  }
+};
+template <bool kQ3>
+struct KLow : SuperBlocks<kHalfSums, kQ3 ? packed_lowbit::kQ3KBytes : packed_lowbit::kQ2KBytes> {
+  template <int T, bool P>
+  static void run(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+    k_low_micro<kQ3, T, P>(k, w, x, xs, y, ys);
+  }
+};
+
 // Float weights: 16 rows' element k, widened to f32 by E (vec.h).
 template <class E>
 struct FloatW {
@@ -278,6 +476,8 @@ constexpr std::array<MicroFn, W::kMaxToks> micro_fns(std::integer_sequence<int, 
     return {&float_micro<W, T + 1, kPrefetch>...};
   else if constexpr (requires { W::kHead; })
     return {&k4_micro<T + 1, kPrefetch>...};
+  else if constexpr (requires { W::kSuper; })
+    return {&W::template run<T + 1, kPrefetch>...};
   else
     return {&micro<W, T + 1, kPrefetch>...};
 }
@@ -350,7 +550,8 @@ void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), _mm512_cvtepi32_epi8(q[0]));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtepi32_epi8(q[1]));
       y.d = dh;
-      y.start = -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+      y.start = offset == kHalfSums ? packed_lowbit::half_sums(_mm512_reduce_add_epi32(q[0]), _mm512_reduce_add_epi32(q[1]))
+                                    : -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
     }
   }
 }
@@ -361,6 +562,9 @@ constexpr PackedTypeKernels kPackedAvx512 = {
     {Q8::kOffset, &gemm<Q8>, &quantize},      {Q4::kOffset, &gemm<Q4>, &quantize},
     {Q4K::kOffset, &gemm<Q4K>, &quantize},    {kFloatActs, &gemm<F32W>, nullptr},
     {kFloatActs, &gemm<F16W>, nullptr},       {kFloatActs, &gemm<BF16W>, nullptr},
+    {IQ4NL::kOffset, &gemm<IQ4NL>, &quantize}, {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize},
+    {Q5_1W::kOffset, &gemm<Q5_1W>, &quantize}, {IQ4XS::kOffset, &gemm<IQ4XS>, &quantize},
+    {kHalfSums, &gemm<KLow<false>>, &quantize}, {kHalfSums, &gemm<KLow<true>>, &quantize},
 };
 
 }  // namespace duet

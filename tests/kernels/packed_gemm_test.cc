@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -20,10 +21,27 @@ namespace {
 
 using testing::random_floats;
 
-constexpr DType kPackedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL,
-                                  DType::F32,  DType::F16,  DType::BF16};
+constexpr DType kPackedTypes[] = {DType::Q8_0,   DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1,
+                                  DType::IQ4_NL, DType::IQ4_XS, DType::Q2_K, DType::Q3_K, DType::F32,
+                                  DType::F16,    DType::BF16};
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Elements per block of a packed quantized type.
+int64_t block_of(DType t) {
+  return t == DType::Q4_K || t == DType::IQ4_XS || t == DType::Q2_K || t == DType::Q3_K ? 256 : 32;
+}
+
+// Byte offsets of a block's f16 fields (scales and mins).
+std::vector<size_t> f16_fields(DType t) {
+  switch (t) {
+    case DType::Q4_K: return {0, 2};
+    case DType::Q5_1: return {0, 2};
+    case DType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    default: return {0};
+  }
+}
 
 // Random quantized rows in file layout; scale bits kept finite and small.
 struct QuantMatrix {
@@ -45,13 +63,13 @@ QuantMatrix random_matrix(DType t, int64_t k, int64_t rows, uint32_t seed) {
       if (t != DType::F32) std::memcpy(&m.bytes[i * 2], &h, 2);
     }
   }
-  // Every block starts with its f16 scale: 0x2000-0x27ff is about 0.008-0.03.
-  // Q4_K has d and dmin at its start; the 6-bit scales take any bits.
+  // Every block's f16 scales (and mins) in 0x2000-0x27ff, about 0.008-0.03;
+  // the 4- and 6-bit scales take any bits.
   const size_t block = is_float(t) ? 1 : static_cast<size_t>(traits(t).block_bytes);
   for (size_t i = 0; !is_float(t) && i < m.bytes.size(); i += block)
-    for (size_t f = 0; f < (t == DType::Q4_K ? 2u : 1u); ++f) {
-      m.bytes[i + 2 * f] = static_cast<uint8_t>(rng());
-      m.bytes[i + 2 * f + 1] = static_cast<uint8_t>(0x20 | (rng() & 0x07));
+    for (size_t f : f16_fields(t)) {
+      m.bytes[i + f] = static_cast<uint8_t>(rng());
+      m.bytes[i + f + 1] = static_cast<uint8_t>(0x20 | (rng() & 0x07));
     }
   m.view.name = "w";
   m.view.dtype = t;
@@ -108,9 +126,16 @@ std::vector<float> acts_as_floats(const std::vector<uint8_t>& xp, int64_t k, int
 }
 
 int offset_of(DType t) {
-  if (is_float(t)) return kFloatActs;
-  if (t == DType::Q8_0 || t == DType::Q5_0 || t == DType::IQ4_NL) return 128;  // the last two packed as Q8_0
-  return t == DType::Q4_0 ? 8 : 1;
+  switch (t) {
+    case DType::Q8_0:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return 128;
+    case DType::Q5_0: return 16;
+    case DType::Q4_0: return 8;
+    case DType::Q2_K:
+    case DType::Q3_K: return kHalfSums;
+    default: return is_float(t) ? kFloatActs : 1;
+  }
 }
 
 TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
@@ -122,7 +147,7 @@ TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
     const TypeKernels* tk = kernels_at(CpuLevel::kScalar).type(t);
     for (int64_t k : {32, 96, 544}) {
       if (is_float(t)) k += 3;  // float rows need no whole blocks
-      if (t == DType::Q4_K) k = k / 32 * 256;
+      if (block_of(t) == 256) k = k / 32 * 256;
       const int64_t rows = 32, m = 3;
       const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(k));
       const auto packed = packed_copy(w.view);
@@ -159,7 +184,7 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
         for (int64_t rows : {16, 48})
           for (int64_t m : {1, 3, 6, 7, 8, 9, 12, 13, 17, 70}) {
             if (is_float(t)) k |= 1;  // an odd length
-            if (t == DType::Q4_K) k = (k + 255) / 256 * 256;
+            if (block_of(t) == 256) k = (k + 255) / 256 * 256;
             const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(k + rows));
             const auto packed = packed_copy(w.view);
             const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
@@ -205,7 +230,7 @@ TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
 TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
   const int64_t k = 512, rows = 16, m = 2;
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     QuantMatrix w = random_matrix(t, k, rows, 5);
@@ -228,6 +253,55 @@ TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
     packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
     pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
     EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t);
+  }
+}
+
+// The int16 steps of the low-bit kernels (Q2_K / Q3_K sub-block sums, the
+// activations' half sums) at their limits: every quant and scale bit clear or
+// set, against activations all +127 or alternating in sign.
+TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
+  const int64_t k = 512, rows = 16, m = 2;
+  std::vector<float> x(static_cast<size_t>(k * m));
+  for (int64_t i = 0; i < k; ++i) {
+    x[static_cast<size_t>(i)] = 1.0f;
+    x[static_cast<size_t>(k + i)] = i % 2 ? 1.0f : -1.0f;
+  }
+  bool ran = false;
+  for (CpuLevel level : testing::runnable_levels())
+    for (DType t : {DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS, DType::Q2_K, DType::Q3_K})
+      for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
+        const PackedKernels* pk = kernels_at(level).packed(t);
+        if (!pk) continue;
+        ran = true;
+        QuantMatrix w = random_matrix(t, k, rows, 9);
+        const size_t block = static_cast<size_t>(traits(t).block_bytes);
+        const auto fields = f16_fields(t);
+        for (size_t i = 0; i < w.bytes.size(); ++i)
+          if (std::none_of(fields.begin(), fields.end(), [&](size_t f) { return i % block - f < 2; })) w.bytes[i] = fill;
+        const auto packed = packed_copy(w.view);
+        const auto xp = packed_acts(x, k, m, pk->offset);
+        const size_t xs = act_stride(k, m, pk->offset);
+        std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+        packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
+        pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
+        EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " fill " << int{fill} << " at " << cpu_level_name(level);
+      }
+  if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
+}
+
+TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
+  const int64_t k = 64;
+  std::vector<float> x = random_floats(static_cast<size_t>(k), 5, -1.0f, 1.0f);
+  x[0] = 1.0f;  // scale 1/127: the first half of block 0 sums high
+  std::vector<uint8_t> out(packed_act_row_bytes(k));
+  quantize_packed_act(x.data(), out.data(), k, kHalfSums, sizeof(PackedActBlock));
+  const auto* blocks = reinterpret_cast<const PackedActBlock*>(out.data());
+  for (int64_t b = 0; b < 2; ++b) {
+    int32_t lo = 0, hi = 0;
+    for (int i = 0; i < 16; ++i) lo += blocks[b].qs[i];
+    for (int i = 16; i < 32; ++i) hi += blocks[b].qs[i];
+    EXPECT_EQ(static_cast<int16_t>(blocks[b].start & 0xFFFF), lo) << "block " << b;
+    EXPECT_EQ(blocks[b].start >> 16, hi) << "block " << b;
   }
 }
 
@@ -258,7 +332,7 @@ TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
 
 TEST(PackedGemm, SimdActivationQuantizersEqualTheReference) {
   for (CpuLevel level : testing::runnable_levels())
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::Q2_K}) {
       const PackedKernels* pk = kernels_at(level).packed(t);
       if (!pk) continue;
       const int64_t k = 32 * 37;  // 4 whole groups of 8 blocks and one of 5

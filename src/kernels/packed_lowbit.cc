@@ -1,0 +1,390 @@
+#include "kernels/packed_lowbit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "core/quant_blocks.h"
+#include "kernels/packed_gemm.h"
+
+namespace duet::packed_lowbit {
+namespace {
+
+constexpr int kRows = kPackRows;
+
+bool is_k(DType t) { return t == DType::IQ4_XS || t == DType::Q2_K || t == DType::Q3_K; }
+
+// ---- the file's blocks as unsigned levels ----
+
+int nibble(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
+
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// The 32 levels of a 5-bit block (0..31).
+template <class Block>
+void levels5(const Block& b, uint8_t* u) {
+  const uint32_t bits = le32(b.qh);
+  for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(b.qs, e) | ((bits >> e) & 1) << 4);
+}
+
+template <class Block>
+void put_levels5(const uint8_t* u, Block& b) {
+  uint32_t bits = 0;
+  for (int i = 0; i < 16; ++i) b.qs[i] = static_cast<uint8_t>((u[i] & 0xF) | (u[i + 16] & 0xF) << 4);
+  for (int e = 0; e < kQK32; ++e) bits |= static_cast<uint32_t>(u[e] >> 4) << e;
+  for (int i = 0; i < 4; ++i) b.qh[i] = static_cast<uint8_t>(bits >> (8 * i));
+}
+
+// Q2_K / Q3_K: the 2-bit field of element e, and Q3_K's third bit.
+int crumb2(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3; }
+int hbit3(const uint8_t* hmask, int e) { return (hmask[e % 32] >> (4 * (e / 128) + (e / 32) % 4)) & 1; }
+
+void put_crumbs2(const uint8_t* u, uint8_t* qs) {
+  std::memset(qs, 0, kQKK / 4);
+  for (int e = 0; e < kQKK; ++e) qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>((u[e] & 3) << (2 * ((e / 32) % 4)));
+}
+
+// ---- the packed pieces, row r of a group ----
+
+// 4 nibble lines: element e's low 4 bits.
+void put_nibbles(const uint8_t* u, int r, uint8_t* lines) {
+  for (int j = 0; j < 4; ++j)
+    for (int i = 0; i < 4; ++i)
+      lines[(j * kRows + r) * 4 + i] = static_cast<uint8_t>((u[4 * j + i] & 0xF) | (u[16 + 4 * j + i] & 0xF) << 4);
+}
+
+int get_nibble(const uint8_t* lines, int r, int e) {
+  const int j = e % 16;
+  const uint8_t byte = lines[(j / 4 * kRows + r) * 4 + j % 4];
+  return e < 16 ? byte & 0xF : byte >> 4;
+}
+
+// n / 4 masks of 64 bits: mask c, bit 4r + i is bit `bit` of element 4c + i.
+void put_masks(const uint8_t* u, int n, int bit, int r, uint8_t* masks) {
+  for (int e = 0; e < n; ++e) {
+    const int pos = 4 * r + e % 4;
+    if ((u[e] >> bit) & 1) masks[(e / 4) * 8 + pos / 8] |= static_cast<uint8_t>(1 << (pos % 8));
+  }
+}
+
+int get_mask(const uint8_t* masks, int r, int e) {
+  const int pos = 4 * r + e % 4;
+  return (masks[(e / 4) * 8 + pos / 8] >> (pos % 8)) & 1;
+}
+
+// One 64-byte line of 16 elements (0..3) per row: bits 2s of byte 4r + i hold element 4s + i.
+void put_crumbs(const uint8_t* u, int r, uint8_t* line) {
+  for (int i = 0; i < 4; ++i) {
+    uint8_t byte = 0;
+    for (int s = 0; s < 4; ++s) byte |= static_cast<uint8_t>((u[4 * s + i] & 3) << (2 * s));
+    line[4 * r + i] = byte;
+  }
+}
+
+int get_crumb(const uint8_t* line, int r, int e) { return (line[4 * r + e % 4] >> (2 * (e / 4))) & 3; }
+
+uint16_t get_f16(const uint8_t* p, int r) {
+  uint16_t h;
+  std::memcpy(&h, p + 2 * r, 2);
+  return h;
+}
+
+// Byte offset in the pairs of row r's sub-block j.
+int64_t pair_at(int j, int r) { return ((j / 2) * kRows + r) * 2 + j % 2; }
+
+// ---- packing: one row's block b into its group's block ----
+
+void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
+  uint8_t u[kQKK];
+  switch (t) {
+    case DType::IQ4_NL: {
+      const auto& blk = reinterpret_cast<const BlockIQ4_NL*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(blk.qs, e));
+      return put_nibbles(u, r, out + kD);
+    }
+    case DType::Q5_0: {
+      const auto& blk = reinterpret_cast<const BlockQ5_0*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      levels5(blk, u);
+      put_nibbles(u, r, out + kD);
+      return put_masks(u, kQK32, 4, r, out + kD + kNibbles);
+    }
+    case DType::Q5_1: {
+      const auto& blk = reinterpret_cast<const BlockQ5_1*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      std::memcpy(out + kD + 2 * r, &blk.m, 2);
+      levels5(blk, u);
+      put_nibbles(u, r, out + 2 * kD);
+      return put_masks(u, kQK32, 4, r, out + 2 * kD + kNibbles);
+    }
+    case DType::IQ4_XS: {
+      const auto& blk = reinterpret_cast<const BlockIQ4_XS*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      for (int j = 0; j < 8; ++j) {
+        out[kD + j * kRows + r] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(blk, j)));
+        for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(blk.qs + 16 * j, e));
+        put_nibbles(u, r, out + kIq4XsHead + j * kNibbles);
+      }
+      return;
+    }
+    case DType::Q2_K: {
+      const auto& blk = reinterpret_cast<const BlockQ2_K*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      std::memcpy(out + kD + 2 * r, &blk.dmin, 2);
+      for (int j = 0; j < 16; ++j) {
+        out[2 * kD + pair_at(j, r)] = blk.scales[j];
+        for (int e = 0; e < 16; ++e) u[e] = static_cast<uint8_t>(crumb2(blk.qs, 16 * j + e));
+        put_crumbs(u, r, out + kQ2KHead + 64 * j);
+      }
+      return;
+    }
+    case DType::Q3_K: {
+      const auto& blk = reinterpret_cast<const BlockQ3_K*>(row)[b];
+      std::memcpy(out + 2 * r, &blk.d, 2);
+      int8_t sc[16];
+      q3_K_scales(blk.scales, sc);
+      for (int j = 0; j < 16; ++j) {
+        out[kD + pair_at(j, r)] = static_cast<uint8_t>(sc[j]);
+        for (int e = 0; e < 16; ++e) {
+          const int q = 16 * j + e;
+          u[e] = static_cast<uint8_t>(crumb2(blk.qs, q) | hbit3(blk.hmask, q) << 2);
+        }
+        put_crumbs(u, r, out + kQ3KHead + 64 * j);
+        put_masks(u, 16, 2, r, out + kQ3KHead + kCrumbs + 32 * j);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// ---- unpacking: row r's block back in the file's layout ----
+
+void unpack_block(DType t, const uint8_t* in, int r, uint8_t* row, int64_t b) {
+  uint8_t u[kQKK];
+  switch (t) {
+    case DType::IQ4_NL: {
+      auto& blk = reinterpret_cast<BlockIQ4_NL*>(row)[b];
+      blk.d = get_f16(in, r);
+      for (int i = 0; i < 16; ++i)
+        blk.qs[i] = static_cast<uint8_t>(get_nibble(in + kD, r, i) | get_nibble(in + kD, r, i + 16) << 4);
+      return;
+    }
+    case DType::Q5_0:
+    case DType::Q5_1: {
+      const bool affine = t == DType::Q5_1;
+      const uint8_t* lines = in + (affine ? 2 : 1) * kD;
+      for (int e = 0; e < kQK32; ++e)
+        u[e] = static_cast<uint8_t>(get_nibble(lines, r, e) | get_mask(lines + kNibbles, r, e) << 4);
+      if (affine) {
+        auto& blk = reinterpret_cast<BlockQ5_1*>(row)[b];
+        blk.d = get_f16(in, r);
+        blk.m = get_f16(in + kD, r);
+        return put_levels5(u, blk);
+      }
+      auto& blk = reinterpret_cast<BlockQ5_0*>(row)[b];
+      blk.d = get_f16(in, r);
+      return put_levels5(u, blk);
+    }
+    case DType::IQ4_XS: {
+      auto& blk = reinterpret_cast<BlockIQ4_XS*>(row)[b];
+      std::memset(&blk, 0, sizeof blk);
+      blk.d = get_f16(in, r);
+      for (int j = 0; j < 8; ++j) {
+        const int ls = static_cast<int8_t>(in[kD + j * kRows + r]) + 32;
+        blk.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xF) << (4 * (j % 2)));
+        blk.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * j));
+        const uint8_t* lines = in + kIq4XsHead + j * kNibbles;
+        for (int i = 0; i < 16; ++i)
+          blk.qs[16 * j + i] = static_cast<uint8_t>(get_nibble(lines, r, i) | get_nibble(lines, r, i + 16) << 4);
+      }
+      return;
+    }
+    case DType::Q2_K: {
+      auto& blk = reinterpret_cast<BlockQ2_K*>(row)[b];
+      blk.d = get_f16(in, r);
+      blk.dmin = get_f16(in + kD, r);
+      for (int j = 0; j < 16; ++j) {
+        blk.scales[j] = in[2 * kD + pair_at(j, r)];
+        for (int e = 0; e < 16; ++e) u[16 * j + e] = static_cast<uint8_t>(get_crumb(in + kQ2KHead + 64 * j, r, e));
+      }
+      return put_crumbs2(u, blk.qs);
+    }
+    case DType::Q3_K: {
+      auto& blk = reinterpret_cast<BlockQ3_K*>(row)[b];
+      std::memset(&blk, 0, sizeof blk);
+      blk.d = get_f16(in, r);
+      for (int j = 0; j < 16; ++j) {
+        const int v = static_cast<int8_t>(in[kD + pair_at(j, r)]) + 32;  // as q3_K_scales reads them
+        blk.scales[j % 8] |= static_cast<uint8_t>((v & 0xF) << (4 * (j / 8)));
+        blk.scales[8 + j % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (j / 4)));
+        for (int e = 0; e < 16; ++e) {
+          const int q = 16 * j + e;
+          const int high = get_mask(in + kQ3KHead + kCrumbs + 32 * j, r, e);
+          u[q] = static_cast<uint8_t>(get_crumb(in + kQ3KHead + 64 * j, r, e));
+          if (high) blk.hmask[q % 32] |= static_cast<uint8_t>(1 << (4 * (q / 128) + (q / 32) % 4));
+        }
+      }
+      return put_crumbs2(u, blk.qs);
+    }
+    default:
+      return;
+  }
+}
+
+// ---- the scalar reference ----
+
+const PackedActBlock& act(const uint8_t* x, size_t x_stride, int64_t tok, int64_t b) {
+  return *reinterpret_cast<const PackedActBlock*>(x + static_cast<size_t>(b) * x_stride +
+                                                  static_cast<size_t>(tok) * sizeof(PackedActBlock));
+}
+
+// The unsigned weight the kernels feed vpdpbusd for element e of a 32-block.
+int weight32(DType t, const uint8_t* blk, int r, int e) {
+  if (t == DType::IQ4_NL) return kIq4Levels[get_nibble(blk + kD, r, e)] + 128;
+  const uint8_t* lines = blk + (t == DType::Q5_1 ? 2 : 1) * kD;
+  return get_nibble(lines, r, e) | get_mask(lines + kNibbles, r, e) << 4;
+}
+
+float dot32(DType t, int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, int64_t tok, int r) {
+  const int64_t nb = k / kQK32, gb = group_block_bytes(t);
+  float acc = 0.0f;
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    float part = 0.0f;
+    for (int64_t b = g0; b < std::min(nb, g0 + kActGroupBlocks); ++b) {
+      const uint8_t* blk = w + b * gb;
+      const PackedActBlock& a = act(x, xs, tok, b);
+      int32_t isum = t == DType::Q5_1 ? 0 : a.start;
+      for (int e = 0; e < kQK32; ++e) isum += weight32(t, blk, r, e) * a.qs[e];
+      part = std::fma(static_cast<float>(isum), f16_to_f32(get_f16(blk, r)), part);
+      if (t == DType::Q5_1) part = std::fma(-f16_to_f32(get_f16(blk + kD, r)), static_cast<float>(a.start), part);
+    }
+    acc = std::fma(part, act(x, xs, tok, g0).d, acc);
+  }
+  return acc;
+}
+
+float dot_iq4_xs(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, int64_t tok, int r) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const uint8_t* blk = w + b * kIq4XsBytes;
+    const float d = f16_to_f32(get_f16(blk, r));
+    float part = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      const PackedActBlock& a = act(x, xs, tok, 8 * b + j);
+      int32_t isum = a.start;
+      for (int e = 0; e < kQK32; ++e) isum += (kIq4Levels[get_nibble(blk + kIq4XsHead + j * kNibbles, r, e)] + 128) * a.qs[e];
+      const float ls = static_cast<float>(static_cast<int8_t>(blk[kD + j * kRows + r]));
+      part = std::fma(static_cast<float>(isum), d * ls, part);
+    }
+    acc = std::fma(part, act(x, xs, tok, 8 * b).d, acc);
+  }
+  return acc;
+}
+
+int16_t half_sum(int32_t start, int h) { return static_cast<int16_t>(static_cast<uint32_t>(start) >> (16 * h)); }
+
+float dot_k_low(DType t, int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, int64_t tok, int r) {
+  const bool q3 = t == DType::Q3_K;
+  const int64_t bytes = q3 ? kQ3KBytes : kQ2KBytes, head = q3 ? kQ3KHead : kQ2KHead;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const uint8_t* blk = w + b * bytes;
+    const uint8_t* pairs = blk + (q3 ? kD : 2 * kD);
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 16; ++j) {
+      const PackedActBlock& a = act(x, xs, tok, 8 * b + j / 2);
+      const uint8_t code = pairs[pair_at(j, r)];
+      int32_t s = 0;
+      for (int e = 0; e < 16; ++e) {
+        int q = get_crumb(blk + head + 64 * j, r, e);
+        if (q3) q |= get_mask(blk + head + kCrumbs + 32 * j, r, e) << 2;
+        s += q * a.qs[16 * (j % 2) + e];
+      }
+      const int32_t S = half_sum(a.start, j % 2);
+      if (q3) {
+        const int sc = static_cast<int8_t>(code);
+        isum += s * sc - 4 * sc * S;
+      } else {
+        isum += s * (code & 0xF);
+        msum += (code >> 4) * S;
+      }
+    }
+    const float d = f16_to_f32(get_f16(blk, r));
+    const float v = q3 ? d * static_cast<float>(isum)
+                       : std::fma(-f16_to_f32(get_f16(blk + kD, r)), static_cast<float>(msum), d * static_cast<float>(isum));
+    acc = std::fma(v, act(x, xs, tok, 8 * b).d, acc);
+  }
+  return acc;
+}
+
+}  // namespace
+
+bool handles(DType t) {
+  return t == DType::IQ4_NL || t == DType::Q5_0 || t == DType::Q5_1 || is_k(t);
+}
+
+int64_t block_elems(DType t) { return is_k(t) ? kQKK : kQK32; }
+
+int64_t group_block_bytes(DType t) {
+  switch (t) {
+    case DType::IQ4_NL: return kIq4NlBytes;
+    case DType::Q5_0: return kQ5_0Bytes;
+    case DType::Q5_1: return kQ5_1Bytes;
+    case DType::IQ4_XS: return kIq4XsBytes;
+    case DType::Q2_K: return kQ2KBytes;
+    case DType::Q3_K: return kQ3KBytes;
+    default: return 0;
+  }
+}
+
+int act_offset(DType t) {
+  switch (t) {
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return 128;
+    case DType::Q5_0: return 16;
+    case DType::Q5_1: return 1;
+    default: return kHalfSums;
+  }
+}
+
+void pack(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
+  const int64_t nb = w.ne[0] / block_elems(w.dtype), gb = group_block_bytes(w.dtype);
+  out += g0 * nb * gb;
+  std::memset(out, 0, static_cast<size_t>((g1 - g0) * nb * gb));  // the masks are or-ed in
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < nb; ++b, out += gb)
+      for (int r = 0; r < kRows; ++r) pack_block(w.dtype, w.row(g * kRows + r), b, r, out);
+}
+
+void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
+  const int64_t nb = w.ne[0] / block_elems(w.dtype), gb = group_block_bytes(w.dtype);
+  const auto* in = static_cast<const uint8_t*>(w.data) + row / kRows * nb * gb;
+  for (int64_t b = 0; b < nb; ++b) unpack_block(w.dtype, in + b * gb, static_cast<int>(row % kRows), out, b);
+}
+
+void reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
+               int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t group = k / block_elems(t) * group_block_bytes(t);
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t tok = 0; tok < n_tok; ++tok)
+      for (int r = 0; r < kRows; ++r) {
+        const uint8_t* gw = w + g * group;
+        float v;
+        if (t == DType::IQ4_XS)
+          v = dot_iq4_xs(k, gw, x, x_stride, tok, r);
+        else if (is_k(t))
+          v = dot_k_low(t, k, gw, x, x_stride, tok, r);
+        else
+          v = dot32(t, k, gw, x, x_stride, tok, r);
+        y[tok * y_stride + g * kRows + r] = v;
+      }
+}
+
+}  // namespace duet::packed_lowbit
