@@ -2,8 +2,9 @@
 // mixture of experts against its dense twin of the same bytes, kernel by
 // kernel, without the rest of the model (attention, the vocabulary head)
 // whose bytes dilute the difference in `duet bench`:
-//   MoE: 128 experts of 768, top-8: gate and up of the 8 active experts in
-//        one grouped matmul, SwiGLU, down in another, the weighted sum;
+//   MoE: 128 experts of 768, top-8: the router (F32) and the routing,
+//        gate and up of the 8 active experts in one grouped matmul,
+//        SwiGLU, down in another, the weighted sum;
 //   dense: gate and up 6144 x 2048 (one shared matmul), SwiGLU, down.
 // Each step picks 8 fresh random experts (and the dense twin cycles through
 // copies) so that weights come from DRAM, not the L3. The two alternate
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -24,6 +26,7 @@
 #include "kernels/ops.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/roofline.h"
+#include "model/moe.h"
 
 using namespace duet;
 
@@ -38,19 +41,28 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// A packed Q4_K matrix [rows][k] of random blocks (f16 scales kept finite).
+// A packed matrix [rows][k]: Q4_K of random blocks (f16 scales kept
+// finite), or F32 (the router) of small random values.
 struct Packed {
   std::unique_ptr<uint8_t[]> bytes;
   TensorView view;
 };
 
-Packed random_q4k(int64_t k, int64_t rows, std::mt19937& rng) {
-  const size_t row_bytes = static_cast<size_t>(k / 256 * 144);
+Packed random_packed(DType t, int64_t k, int64_t rows, std::mt19937& rng) {
+  const size_t row_bytes = t == DType::F32 ? static_cast<size_t>(k) * 4 : static_cast<size_t>(k / 256 * 144);
   std::vector<uint8_t> file(row_bytes * static_cast<size_t>(rows));
-  for (auto& b : file) b = static_cast<uint8_t>(rng() & 0x3b);
+  if (t == DType::F32) {
+    std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+    for (size_t i = 0; i < file.size(); i += 4) {
+      const float f = u(rng);
+      std::memcpy(&file[i], &f, 4);
+    }
+  } else {
+    for (auto& b : file) b = static_cast<uint8_t>(rng() & 0x3b);
+  }
   TensorView v;
   v.name = "w";
-  v.dtype = DType::Q4_K;
+  v.dtype = t;
   v.n_dims = 2;
   v.ne = {k, rows, 1, 1};
   v.data = file.data();
@@ -80,15 +92,19 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   std::vector<Packed> gate, up, down;
   for (int64_t e = 0; e < kMoeCopies * kExperts; ++e) {
-    gate.push_back(random_q4k(kDim, kExpertFfn, rng));
-    up.push_back(random_q4k(kDim, kExpertFfn, rng));
-    down.push_back(random_q4k(kExpertFfn, kDim, rng));
+    gate.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
+    up.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
+    down.push_back(random_packed(DType::Q4_K, kExpertFfn, kDim, rng));
   }
+  std::vector<Packed> routers;  // F32 [128][2048], one per layer copy
+  for (int c = 0; c < kMoeCopies; ++c) routers.push_back(random_packed(DType::F32, kDim, kExperts, rng));
+  std::vector<float> logits(kExperts);
+  ExpertRoutes routes;
   std::vector<Packed> dgate, dup, ddown;
   for (int c = 0; c < kDenseCopies; ++c) {
-    dgate.push_back(random_q4k(kDim, kDenseFfn, rng));
-    dup.push_back(random_q4k(kDim, kDenseFfn, rng));
-    ddown.push_back(random_q4k(kDenseFfn, kDim, rng));
+    dgate.push_back(random_packed(DType::Q4_K, kDim, kDenseFfn, rng));
+    dup.push_back(random_packed(DType::Q4_K, kDim, kDenseFfn, rng));
+    ddown.push_back(random_packed(DType::Q4_K, kDenseFfn, kDim, rng));
   }
   std::vector<float> x(kDim), y(kDim), g(kDenseFfn), u(kDenseFfn), ys(kUsed * kDim), weights(kUsed, 1.0f / kUsed);
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
@@ -105,14 +121,22 @@ int main(int argc, char** argv) {
   }
 
   std::vector<MatmulItem> items;
-  const auto moe_step = [&](int s, Figures& gu, Figures& dn) {
+  const auto moe_step = [&](int s, Figures& rt, Figures& gu, Figures& dn) {
     const std::vector<int>& c = chosen[static_cast<size_t>(s)];
+    // The router and the routing, whose choice is then set aside for the
+    // step's own random experts (random routers route alike step to step).
+    const TensorView& router = routers[static_cast<size_t>(s % kMoeCopies)].view;
+    auto t0 = std::chrono::steady_clock::now();
+    matmul(router, x.data(), 1, logits.data(), scratch.data(), pool);
+    route_tokens(logits.data(), 1, kExperts, kUsed, true, routes);
+    rt.seconds += seconds_since(t0);
+    rt.bytes += static_cast<double>(router.nbytes);
     items.clear();
     for (int64_t j = 0; j < kUsed; ++j) {
       items.push_back({&gate[static_cast<size_t>(c[j])].view, x.data(), 1, &g[j * kExpertFfn]});
       items.push_back({&up[static_cast<size_t>(c[j])].view, x.data(), 1, &u[j * kExpertFfn]});
     }
-    auto t0 = std::chrono::steady_clock::now();
+    t0 = std::chrono::steady_clock::now();
     matmul_grouped(items, scratch.data(), pool);
     swiglu(g.data(), u.data(), g.data(), kDenseFfn);
     gu.seconds += seconds_since(t0);
@@ -147,25 +171,30 @@ int main(int argc, char** argv) {
 
   std::printf("Qwen3-30B-A3B FFN, Q4_K packed, decode (1 token), %d threads, %d steps x %d repetitions\n",
               threads, steps, reps);
-  std::printf("| rep | read probe GB/s | MoE gate+up | MoE down | MoE FFN | dense gate+up | dense down | dense FFN | MoE / dense time |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| rep | read probe GB/s | MoE router | MoE gate+up | MoE down | MoE FFN | dense gate+up | dense down | dense FFN "
+              "| MoE / dense time |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   const auto pct = [](const Figures& f, double probe) { return f.bytes / f.seconds / 1e9 / probe * 100.0; };
   for (int r = 0; r < reps; ++r) {
-    Figures mgu, mdn, dgu, ddn, warm;
-    for (int s = 0; s < 3; ++s) { moe_step(s, warm, warm); dense_step(s, warm, warm); }
+    Figures mrt, mgu, mdn, dgu, ddn, warm;
+    for (int s = 0; s < 3; ++s) {
+      moe_step(s, warm, warm, warm);
+      dense_step(s, warm, warm);
+    }
     const double probe = measure_roofline(pool, size_t{1} << 30, 1).read_gb_s;
     for (int s = 0; s < steps; ++s) {  // interleaved, so both see the same machine
-      moe_step(s, mgu, mdn);
+      moe_step(s, mrt, mgu, mdn);
       dense_step(s, dgu, ddn);
     }
-    const Figures moe{mgu.seconds + mdn.seconds, mgu.bytes + mdn.bytes};
+    const Figures moe{mrt.seconds + mgu.seconds + mdn.seconds, mrt.bytes + mgu.bytes + mdn.bytes};
     const Figures dense{dgu.seconds + ddn.seconds, dgu.bytes + ddn.bytes};
-    std::printf("| %d | %.1f | %.0f%% | %.0f%% | %.0f%% (%.0f us) | %.0f%% | %.0f%% | %.0f%% (%.0f us) | %.2f |\n", r, probe,
-                pct(mgu, probe), pct(mdn, probe), pct(moe, probe), moe.seconds / steps * 1e6, pct(dgu, probe),
+    std::printf("| %d | %.1f | %.0f%% (%.0f us) | %.0f%% | %.0f%% | %.0f%% (%.0f us) | %.0f%% | %.0f%% | %.0f%% (%.0f us) | %.2f |\n",
+                r, probe, pct(mrt, probe), mrt.seconds / steps * 1e6, pct(mgu, probe), pct(mdn, probe), pct(moe, probe), moe.seconds / steps * 1e6, pct(dgu, probe),
                 pct(ddn, probe), pct(dense, probe), dense.seconds / steps * 1e6, moe.seconds / dense.seconds);
   }
   std::printf("bytes per step: MoE %.2f MB, dense %.2f MB (percentages: those bytes over the time, of the probe)\n",
-              (static_cast<double>(gate[0].view.nbytes + up[0].view.nbytes + down[0].view.nbytes) * kUsed) / 1e6,
+              (static_cast<double>(gate[0].view.nbytes + up[0].view.nbytes + down[0].view.nbytes) * kUsed +
+               static_cast<double>(routers[0].view.nbytes)) / 1e6,
               static_cast<double>(dgate[0].view.nbytes + dup[0].view.nbytes + ddown[0].view.nbytes) / 1e6);
   return 0;
 }
