@@ -17,6 +17,7 @@
 #include "kv_fill.h"
 #include "formats/llama_synth.h"
 #include "kernels/attention.h"
+#include "kernels/roofline.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -75,13 +76,27 @@ int main(int argc, char** argv) {
                 std::string(kv_type_name(t)).c_str(), a, b, static_cast<double>(b) / a);
   }
 
-  // (2) The attention kernel alone, one layer, f16 cache.
+  // (2) The attention kernel alone, one layer, f16 cache, each against the
+  // ceilings measured just before: per cached token the latent is 1152
+  // bytes and 16 x (576 + 576) multiply-adds (the kernel takes the value
+  // over the whole row), full K/V 10240 bytes and
+  // 16 x (160 + 160).
+  const Roofline roof = measure_roofline(pool, size_t{1} << 30, 1);
   const double t_lat = time_attention({1, 1, lite->latent_dim(), true}, lite->n_heads, ctx, pool, 20);
   const double t_full = time_attention({1, lite->n_heads, (lite->head_dim + lite->v_head_dim) / 2}, 1, ctx, pool, 20);
   std::printf("attention, one layer, %d keys, f16, %d threads: latent (MQA over 576) %.3f ms, full K/V (16 x 160) "
               "%.3f ms: %.2fx (bytes predict %.2fx)\n",
               ctx, threads, t_lat * 1e3, t_full * 1e3, t_full / t_lat,
               static_cast<double>(KvCache::bytes_per_token(full_kv, KvType::F16)) / KvCache::bytes_per_token(latent, KvType::F16));
+  const auto rates = [&](const char* what, double seconds, double bytes, double madds) {
+    const double gb_s = bytes * ctx / seconds / 1e9, gflop_s = 2 * madds * ctx / seconds / 1e9;
+    std::printf("  %s: %.1f GB/s (%.0f%% of the read probe's %.1f), %.1f GFLOP/s (%.0f%% of the FMA probe's %.0f)\n", what,
+                gb_s, 100 * gb_s / roof.read_gb_s, roof.read_gb_s, gflop_s, 100 * gflop_s / roof.fma_gflop_s,
+                roof.fma_gflop_s);
+  };
+  const double heads = lite->n_heads;
+  rates("latent", t_lat, 2.0 * lite->latent_dim(), heads * 2 * lite->latent_dim());
+  rates("full K/V", t_full, 2.0 * 2 * heads * 160, heads * 2 * 160);
 
   // (1) A decode step of the real attention shape (2 layers: the dense one
   // and a routed one with 8 experts of 1408, top-6, small vocabulary).

@@ -170,6 +170,35 @@ struct GroupedSet {
   }
 };
 
+// One item's activations to quantize: m rows of x into out (interleaved
+// by block), the rows [first, first + m) of all the items' together.
+struct ActRows {
+  const float* x;
+  int64_t m;
+  uint8_t* out;
+  int64_t first;
+};
+
+// Every item's activations in one parallel region over all their rows: a
+// prefill chunk's 128 experts each quantized in a region of its own made
+// 256 thread hand-offs per layer, and on a busy machine every hand-off can
+// wait out a descheduled thread. Rows of ~32 k floats per range, so a
+// decode step's few short rows stay on the calling thread.
+void quantize_grouped(const PackedKernels& pk, std::span<const ActRows> acts, int64_t total, int64_t k,
+                      ThreadPool& pool) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / k);
+  pool.parallel_for(total, grain, [&](int64_t r0, int64_t r1) {
+    // The item holding row r0, then onwards.
+    auto a = std::upper_bound(acts.begin(), acts.end(), r0, [](int64_t r, const ActRows& x) { return r < x.first; }) - 1;
+    for (int64_t r = r0; r < r1; ++r) {
+      while (r >= a->first + a->m) ++a;
+      const int64_t t = r - a->first;
+      pk.quantize(a->x + t * k, a->out + t * sizeof(PackedActBlock), k, pk.offset,
+                  static_cast<size_t>(a->m) * sizeof(PackedActBlock));
+    }
+  });
+}
+
 }  // namespace
 
 size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m) { return activation_scratch_bytes(w, total_m); }
@@ -189,11 +218,13 @@ void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool
   // Kept per thread between calls: a decode step makes two per MoE layer.
   thread_local std::vector<const uint8_t*> xs;
   thread_local std::vector<size_t> x_bytes;
+  thread_local std::vector<ActRows> acts;
   xs.clear();
   x_bytes.clear();
+  acts.clear();
   GroupedSet set{items, xs, x_bytes, pk, 0};
   auto* out = static_cast<uint8_t*>(scratch);
-  int64_t max_m = 0, n_rows = 0;
+  int64_t max_m = 0, n_rows = 0, act_rows = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const MatmulItem& it = items[i];
     max_m = std::max(max_m, it.m);
@@ -205,11 +236,14 @@ void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool
       set.xs.push_back(set.xs.back());
       set.x_bytes.push_back(set.x_bytes.back());
     } else {
-      set.xs.push_back(quantize_for(*pk, it.x, k, it.m, out, pool));
+      acts.push_back({it.x, it.m, out, act_rows});
+      act_rows += it.m;
+      set.xs.push_back(out);
       set.x_bytes.push_back(static_cast<size_t>(it.m) * sizeof(PackedActBlock));
       out += packed_act_row_bytes(k) * static_cast<size_t>(it.m);
     }
   }
+  quantize_grouped(*pk, acts, act_rows, k, pool);
   const size_t group_bytes = packed_bytes(w0) / static_cast<size_t>(w0.ne[1] / kPackRows);
   set.rows_per_tile = tile_rows(group_bytes / kPackRows);
   const auto run = [&](int64_t r0, int64_t r1) { set.run(r0, r1); };

@@ -87,6 +87,22 @@ TEST(ThreadPool, ManyBackToBackDispatches) {
   EXPECT_EQ(total.load(), int64_t{10} * reps);
 }
 
+TEST(ThreadPool, WorkersLetOffAParallelForStillRunEveryRun) {
+  // A parallel_for whose caller takes all the work lets off the workers
+  // that have not started; the run() after it must still reach every
+  // thread once, and no let-off worker may run a later region's call twice.
+  ThreadPool pool(4);
+  std::atomic<int64_t> total{0};
+  std::vector<std::atomic<int>> calls(4);
+  const int reps = 3000;
+  for (int rep = 0; rep < reps; ++rep) {
+    pool.parallel_for(2, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+    pool.run([&](int i, int) { calls[static_cast<size_t>(i)].fetch_add(1); });
+  }
+  EXPECT_EQ(total.load(), int64_t{2} * reps);
+  for (const auto& c : calls) EXPECT_EQ(c.load(), reps);
+}
+
 TEST(ThreadPool, CallerIsThreadZeroAndWritesAreVisible) {
   ThreadPool pool(2);
   std::vector<int> out(1000, 0);

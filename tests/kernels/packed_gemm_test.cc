@@ -449,46 +449,52 @@ TEST(PackedGemm, GroupedMatmulEqualsSeparateCalls) {
   // A mixture of experts' step: each matrix on its own rows (two of them on
   // the same rows, as gate and up are), some over 16 tokens so the grouped
   // region takes tiles, in one call: the same bits as one matmul each. With
-  // a file-layout matrix among them, the separate calls.
+  // a file-layout matrix among them, the separate calls. The second set
+  // has more rows than one range of the activations' quantization takes
+  // (64 at k = 512), so ranges start inside an item.
   ThreadPool three(3);
   const int64_t k = 512;
   const int64_t rows[] = {64, 32, 48, 32};
-  const int64_t ms[] = {1, 1, 5, 20};
+  const int64_t m_sets[][4] = {{1, 1, 5, 20}, {1, 1, 37, 70}};
   bool ran = false;
-  for (DType t : kPackedTypes) {
-    std::vector<QuantMatrix> ws;
-    std::vector<std::vector<uint8_t>> packed;
-    std::vector<TensorView> views;
-    for (int i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], 50 + i));
-    if (!packable(ws[0].view)) continue;  // none for this type at this level (AVX2 packs no floats)
-    ran = true;
-    for (int i = 0; i < 4; ++i) {
-      packed.push_back(packed_copy(ws[i].view));
-      views.push_back(ws[i].view);
-      views.back().data = packed.back().data();
-      views.back().packed = true;
-    }
-    for (bool mixed : {false, true}) {
-      if (mixed) views[2] = ws[2].view;
-      std::vector<std::vector<float>> xs, apart, together;
-      std::vector<MatmulItem> items;
-      int64_t total_m = 0;
+  for (const auto& ms : m_sets) {
+    for (DType t : kPackedTypes) {
+      std::vector<QuantMatrix> ws;
+      std::vector<std::vector<uint8_t>> packed;
+      std::vector<TensorView> views;
+      for (int i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], 50 + i));
+      if (!packable(ws[0].view)) continue;  // none for this type at this level (AVX2 packs no floats)
+      ran = true;
       for (int i = 0; i < 4; ++i) {
-        const auto m = ms[i];
-        total_m += m;
-        if (i == 1) xs.push_back(xs[0]);  // matrices 0 and 1 read the same rows
-        else xs.push_back(random_floats(static_cast<size_t>(k * m), 60 + static_cast<uint32_t>(i)));
-        apart.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
-        together.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+        packed.push_back(packed_copy(ws[i].view));
+        views.push_back(ws[i].view);
+        views.back().data = packed.back().data();
+        views.back().packed = true;
       }
-      std::vector<uint8_t> scratch(grouped_scratch_bytes(views[0], total_m) + activation_scratch_bytes(ws[2].view, 20));
-      for (size_t i = 0; i < 4; ++i) {
-        matmul(views[i], xs[i].data(), ms[i], apart[i].data(), scratch.data(), three);
-        items.push_back({&views[i], i == 1 ? items[0].x : xs[i].data(), ms[i], together[i].data()});
+      for (bool mixed : {false, true}) {
+        if (mixed) views[2] = ws[2].view;
+        std::vector<std::vector<float>> xs, apart, together;
+        std::vector<MatmulItem> items;
+        int64_t total_m = 0;
+        for (int i = 0; i < 4; ++i) {
+          const auto m = ms[i];
+          total_m += m;
+          if (i == 1) xs.push_back(xs[0]);  // matrices 0 and 1 read the same rows
+          else xs.push_back(random_floats(static_cast<size_t>(k * m), 60 + static_cast<uint32_t>(i)));
+          apart.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+          together.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+        }
+        std::vector<uint8_t> scratch(grouped_scratch_bytes(views[0], total_m) +
+                                     activation_scratch_bytes(ws[2].view, ms[2]));
+        for (size_t i = 0; i < 4; ++i) {
+          matmul(views[i], xs[i].data(), ms[i], apart[i].data(), scratch.data(), three);
+          items.push_back({&views[i], i == 1 ? items[0].x : xs[i].data(), ms[i], together[i].data()});
+        }
+        matmul_grouped(items, scratch.data(), three);
+        for (size_t i = 0; i < 4; ++i)
+          EXPECT_TRUE(same_bits(apart[i], together[i]))
+              << dtype_name(t) << " matrix " << i << " m " << ms[i] << (mixed ? " mixed" : "");
       }
-      matmul_grouped(items, scratch.data(), three);
-      for (size_t i = 0; i < 4; ++i)
-        EXPECT_TRUE(same_bits(apart[i], together[i])) << dtype_name(t) << " matrix " << i << (mixed ? " mixed" : "");
     }
   }
   if (!ran) GTEST_SKIP() << "no packed kernels on this machine";

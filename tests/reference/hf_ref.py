@@ -450,10 +450,11 @@ def softcap(x, cap):
     return torch.tanh(x / cap) * cap if cap else x
 
 
-def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True, shared_expert=True):
+def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True, shared_expert=True, shared_gate=True):
     """The mixture of experts over h (n, hidden): each expert run on every
     token, its output weighted by the token's routing weight (0 unless
-    chosen), which is the definition the grouped kernels must equal."""
+    chosen), which is the definition the grouped kernels must equal.
+    shared_gate=False adds Qwen2-MoE's shared expert without its sigmoid gate."""
     prefix, (gate, up, down) = moe
     k = top_k or cfg.get("num_experts_per_tok", 2)
     renorm = arch_of(cfg) == "MixtralForCausalLM" or cfg.get("norm_topk_prob", False)
@@ -471,13 +472,14 @@ def moe_mlp(cfg, w, p, h, li, moe, top_k=None, topk_norm=True, shared_expert=Tru
     if shared_expert and q + "gate_proj.weight" in w:
         g, u = li(h) @ w[q + "gate_proj.weight"].T, li(h) @ w[q + "up_proj.weight"].T
         shared = li(torch.nn.functional.silu(g) * u) @ w[q + "down_proj.weight"].T
-        out = out + torch.sigmoid(li(h) @ w[p + prefix + "shared_expert_gate.weight"].T) * shared
+        scale = torch.sigmoid(li(h) @ w[p + prefix + "shared_expert_gate.weight"].T) if shared_gate else 1.0
+        out = out + scale * shared
     return out
 
 
 def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_norm=True,
             softcaps=True, local_rope=True, layer_input=None, top_k=None, topk_norm=True, shared_expert=True,
-            **kw):
+            shared_gate=True, **kw):
     """Logits [n, vocab] in float64 for tokens at positions 0..n-1. The keyword
     switches turn a feature off, so a test can show it matters; layer_input,
     if given, is applied to the input of every layer's matmul (to model an
@@ -548,7 +550,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             h = norm(x, p + "post_attention_layernorm.weight")
         moe = moe_layer(cfg, l)
         if moe:
-            x = x + moe_mlp(cfg, w, p, h, li, moe, top_k, topk_norm, shared_expert)
+            x = x + moe_mlp(cfg, w, p, h, li, moe, top_k, topk_norm, shared_expert, shared_gate)
             continue
         if arch == "Phi3ForCausalLM":
             gate, up = (li(h) @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)

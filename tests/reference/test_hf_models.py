@@ -127,12 +127,13 @@ CASES = [
                             norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0),
          control={"topk_norm": False, "qk_norm": False}),
     # Qwen1.5-MoE-A2.7B scaled down: Qwen2 attention with biases, 8 experts
-    # of 32, top-2 without renormalising, a gated shared expert of 96.
+    # of 32, top-2 without renormalising, a shared expert of 96 scaled by
+    # sigmoid(h · shared_expert_gate) (the gate must matter too).
     dict(name="qwen2moe-shared-expert", tok="qwen3", dtype=torch.float16, n=40,
          config=base_config("Qwen2MoeForCausalLM", vocab_size=151936, num_experts=8, num_experts_per_tok=2,
                             moe_intermediate_size=32, shared_expert_intermediate_size=96,
                             norm_topk_prob=False, use_sliding_window=False, rope_theta=1000000.0),
-         control={"shared_expert": False, "biases": False}),
+         control={"shared_expert": False, "shared_gate": False, "biases": False}),
     # DeepSeek-V2-Lite scaled down: latent attention (latent 32, heads of nope
     # 16 + rope 8 for q and k, values 16; q projected directly), 8 experts of
     # 32 top-2 unnormalised times routed_scaling_factor, 2 shared experts,
