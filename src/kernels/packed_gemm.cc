@@ -279,8 +279,6 @@ void unpack_blocks_row(const TensorView& w, int64_t row, uint8_t* out, bool q8) 
 
 }  // namespace
 
-DType unpacked_type(DType t) { return t; }
-
 void unpack_row(const TensorView& w, int64_t row, uint8_t* out) {
   if (is_float(w.dtype)) {
     const int64_t elem = w.dtype == DType::F32 ? 4 : 2, k = w.ne[0], g = row / kPackRows;

@@ -116,10 +116,9 @@ size_t packed_bytes(const TensorView& w);
 void pack_weights(const TensorView& w, uint8_t* out);
 void pack_weights(const TensorView& w, uint8_t* out, int64_t group_begin, int64_t group_end);
 
-// Row `row` of a packed matrix in the file layout of unpacked_type(its
-// dtype): the exact inverse of pack_weights, so a tied embedding can be
-// read from the head's packed copy and the file's copy let go.
-DType unpacked_type(DType packed);
+// Row `row` of a packed matrix in its dtype's file layout: the exact
+// inverse of pack_weights, so a tied embedding can be read from the head's
+// packed copy and the file's copy let go.
 void unpack_row(const TensorView& packed, int64_t row, uint8_t* out);
 
 // Bytes of one token's activations of k elements; converts one token's

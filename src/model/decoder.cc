@@ -607,7 +607,7 @@ void DecoderModel::ensure_workspace(int32_t n) {
 }
 
 void DecoderModel::embed(const Batch& batch) {
-  const DType row_type = embd_->packed ? unpacked_type(embd_->dtype) : embd_->dtype;
+  const DType row_type = embd_->dtype;
   const TypeKernels* k = type_kernels(row_type);
   if (embd_->packed) ws_.embd_row.resize(*row_bytes(row_type, config_.dim));
   for (int32_t i = 0; i < batch.size(); ++i) {

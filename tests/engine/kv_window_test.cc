@@ -191,6 +191,23 @@ TEST(KvWindow, APromptLongerThanTheContextIsPrefilledAWindowAtATime) {
   EXPECT_EQ(r.tokens.size(), 40u);
 }
 
+// n greedy tokens after `prompt` from a plain forward loop over one table
+// in an ample cache (32 blocks): what the engine must reproduce.
+std::vector<int32_t> greedy_reference(Model& m, const std::vector<int32_t>& prompt, int n) {
+  ThreadPool pool(1);
+  KvCache cache(with_one_table(m.kv_shape()), 32);
+  BlockTable table;
+  std::vector<int32_t> reference, seq = prompt;
+  std::vector<float> logits = feed(m, cache, table, prompt, 0, pool);
+  for (int i = 0; i < n; ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    reference.push_back(next);
+    logits = feed(m, cache, table, {next}, static_cast<int32_t>(seq.size()), pool);
+    seq.push_back(next);
+  }
+  return reference;
+}
+
 // A model with a 32-token sliding window gives back the blocks it can no
 // longer see: 200 tokens run in a 6-block pool, with the text a plain
 // forward loop over an ample cache produces.
@@ -207,17 +224,7 @@ TEST(KvWindow, ModelSlidingWindowReleasesBlocksOutOfReach) {
   ASSERT_EQ(m->config().sliding_window, 32);
   const std::vector<int32_t> prompt = m->tokenizer().encode("Once upon a time", true);
 
-  ThreadPool pool(1);
-  KvCache cache(m->kv_shape(), 32);
-  BlockTable table;
-  std::vector<int32_t> reference, seq = prompt;
-  std::vector<float> logits = feed(*m, cache, table, prompt, 0, pool);
-  for (int i = 0; i < 200; ++i) {
-    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    reference.push_back(next);
-    logits = feed(*m, cache, table, {next}, static_cast<int32_t>(seq.size()), pool);
-    seq.push_back(next);
-  }
+  const std::vector<int32_t> reference = greedy_reference(*m, prompt, 200);
 
   EngineConfig cfg;
   cfg.n_threads = 1;
@@ -253,17 +260,7 @@ TEST(KvWindow, SlidingLayersOfAMixedModelFreeTheirBlocksAlone) {
   ASSERT_EQ(m->kv_shape().n_groups(), 2);
   const std::vector<int32_t> prompt = story_tokens(*m, 40);
 
-  ThreadPool pool(1);
-  KvCache ample(with_one_table(m->kv_shape()), 32);
-  BlockTable table;
-  std::vector<int32_t> reference, seq = prompt;
-  std::vector<float> logits = feed(*m, ample, table, prompt, 0, pool);
-  for (int i = 0; i < 200; ++i) {
-    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    reference.push_back(next);
-    logits = feed(*m, ample, table, {next}, static_cast<int32_t>(seq.size()), pool);
-    seq.push_back(next);
-  }
+  const std::vector<int32_t> reference = greedy_reference(*m, prompt, 200);
 
   EngineConfig grouped;
   grouped.n_threads = 1;
