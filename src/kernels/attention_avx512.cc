@@ -280,7 +280,118 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
   }
 }
 
+// s[j] = scale * (q · key j) for a block's 16 keys as rows (D * 16 floats
+// each), without transposing them: one fma chain per key, then the 16 sums
+// reduced together, pairs of keys at a time (45 shuffles and adds where a
+// transpose of the block costs ~80 per 16 dims). For one query per block
+// the transpose would cost more than the scores themselves.
+template <int D>
+inline void scores_by_rows(const float* q, const float* k, float scale, float* s) {
+  __m512 a[kKeys];
+  #pragma GCC unroll 16
+  for (int j = 0; j < kKeys; ++j) {
+    a[j] = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_load_ps(k + j * D * 16));
+    #pragma GCC unroll 8
+    for (int c = 1; c < D; ++c)
+      a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c * 16), _mm512_load_ps(k + j * D * 16 + c * 16), a[j]);
+  }
+  // Per 128-bit lane: b[i] = (key 2i, key 2i+1) pair sums, c[i] = keys 4i..4i+3 each summed over the lane.
+  __m512 b[8], c[4];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  #pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // Then across the four 128-bit lanes: lane L of the result holds keys 4L..4L+3.
+  const __m512 e0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 e1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm512_store_ps(s, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
+}
+
+// The cache's head block of KV head h in the block holding key `key`.
+inline const uint8_t* head_block(const uint8_t* base, const PagedKv& kv, size_t head_stride, int32_t key, int32_t h) {
+  return base + static_cast<size_t>(kv.block_ids[key / kKeys]) * kv.block_stride + h * head_stride;
+}
+
+template <int D>
+void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
+                 int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  constexpr int hd = D * 16;
+  constexpr int kHeads = D <= 4 ? 4 : D <= 8 ? 2 : 1;  // as in attend_rows
+  // Below this many query heads per KV head, scores_by_rows; from it on, a
+  // transpose shared by the group.
+  constexpr int32_t kTransposeFrom = 4;
+  alignas(64) float kt[hd][kKeys];
+  alignas(64) float s[kMaxAttnGroup][kKeys];
+  alignas(64) float staged_k[kKeys * hd];
+  alignas(64) float staged_v[kKeys * hd];
+  float corr[kMaxAttnGroup];
+  const float* qs[kMaxAttnGroup];
+  const float* p[kMaxAttnGroup];
+  float* outs[kMaxAttnGroup];
+  const size_t head_block_bytes = kKeys * kv_row_total_bytes(kv.type, hd);
+  for (int32_t blk0 = begin / kKeys * kKeys; blk0 < end; blk0 += kKeys) {
+    const int first = std::max(begin, blk0) - blk0, last = std::min(end, blk0 + kKeys) - blk0;
+    const auto valid = static_cast<__mmask16>(((1u << last) - 1) & ~((1u << first) - 1));
+    for (int32_t h = 0; h < n_heads; ++h) {
+      // The head read next after this one (the next block's first head after
+      // the last): the jump between blocks is one the hardware does not follow.
+      const int32_t next_key = h + 1 < n_heads ? blk0 : blk0 + kKeys, next_h = h + 1 < n_heads ? h + 1 : 0;
+      if (next_key < end) {
+        prefetch_block(head_block(kv.k_base, kv, head_stride, next_key, next_h), head_block_bytes);
+        if (kv.v_base != kv.k_base) prefetch_block(head_block(kv.v_base, kv, head_stride, next_key, next_h), head_block_bytes);
+      }
+      const float* k = widen_rows<D>(head_block(kv.k_base, kv, head_stride, blk0, h), kv.type, kv.scales_offset,
+                                     first, last, staged_k);
+      const uint8_t* vb = head_block(kv.v_base, kv, head_stride, blk0, h);
+      const float* v = kv.type == KvType::F32
+                           ? reinterpret_cast<const float*>(vb)
+                           : widen_rows<D>(vb, kv.type, kv.scales_offset, first, last, staged_v);
+      const int32_t q0 = h * n_group;
+      for (int g = 0; g < n_group; ++g) {
+        qs[g] = q + static_cast<size_t>(q0 + g) * hd;
+        outs[g] = out + static_cast<size_t>(q0 + g) * hd;
+        p[g] = s[g];
+      }
+      if (n_group < kTransposeFrom) {
+        for (int g = 0; g < n_group; ++g) scores_by_rows<D>(qs[g], k, scale, s[g]);
+      } else {
+        transpose_keys<D>(k, kt);
+        scores_any<D>(qs, n_group, kt, scale, s);
+      }
+      for (int g = 0; g < n_group; ++g) corr[g] = softmax_step(s[g], valid, m[q0 + g], l[q0 + g]);
+      int g = 0;
+      for (; g + kHeads <= n_group; g += kHeads) add_values<D, kHeads>(outs + g, p + g, corr + g, v, first, last);
+      for (; g < n_group; ++g) add_values<D, 1>(outs + g, p + g, corr + g, v, first, last);
+    }
+  }
+}
+
 }  // namespace
+
+bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                        size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  if (kv.block_tokens != kKeys || n_group > kMaxAttnGroup) return false;
+  if (kv.type == KvType::Q4 && head_dim % (2 * kKeys) != 0) return false;
+  switch (head_dim) {
+    case 16: attend_part<1>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 32: attend_part<2>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 48: attend_part<3>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 64: attend_part<4>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 80: attend_part<5>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 96: attend_part<6>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 128: attend_part<8>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 256: attend_part<16>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    default: return false;
+  }
+}
 
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
