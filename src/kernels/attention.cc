@@ -144,10 +144,10 @@ void decode_part(const KernelSet& ks, const float* q, int32_t n_kv_heads, int32_
   }
 }
 
-// Blocks per part at least: a part's state (head_dim + 2 floats per query
-// head) is merged at the end, and a thread's wake-up costs about as much as
-// attending a few blocks.
-constexpr int32_t kMinPartBlocks = 8;
+// Multiply-adds per part at least (about what a thread's wake-up is worth,
+// as for the decoder's other jobs), so short contexts and tiny models stay
+// on one thread.
+constexpr int64_t kMinPartWork = int64_t{1} << 16;
 
 int32_t blocks_between(int32_t begin, int32_t end, int32_t block_tokens) {
   return begin >= end ? 0 : (end + block_tokens - 1) / block_tokens - begin / block_tokens;
@@ -224,8 +224,9 @@ void attend_paged_decode(ThreadPool& pool, const float* q, int32_t n_kv_heads, i
                          const PagedKv& kv, size_t head_stride, int32_t begin, int32_t end, AttnScale scale,
                          float* out) {
   // Two parts per thread: a thread the OS delays holds up half its share.
-  const int32_t n_parts =
-      std::min(2 * pool.size(), blocks_between(begin, end, kv.block_tokens) / kMinPartBlocks);
+  const int64_t work = int64_t{std::max(0, end - begin)} * n_kv_heads * n_group * head_dim * 2;
+  const auto n_parts = static_cast<int32_t>(
+      std::min<int64_t>({2 * pool.size(), blocks_between(begin, end, kv.block_tokens), work / kMinPartWork}));
   const auto run = [&](int32_t n, const auto& part) {
     pool.parallel_for(n, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) part(static_cast<int32_t>(p));
