@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/vec_math_avx512.h"
@@ -305,12 +306,21 @@ inline __m512 row_chunk(const uint8_t* block, int j, int c) {
 // queries and outputs are permuted to match once per head block: 4 ops per
 // 16 elements where unpacking them in order costs 10. The values are
 // widen_q4's (the same exact product).
-inline void q4_group(const uint8_t* bytes, uint16_t scale, __m512& even, __m512& odd) {
+inline void q4_group(const uint8_t* bytes, const float* scale, __m512& even, __m512& odd) {
   const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
-  const __m512 table = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(scale)), codes);
+  const __m512 table = _mm512_mul_ps(_mm512_set1_ps(*scale), codes);
   even = _mm512_permutexvar_ps(x, table);
   odd = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), table);
+}
+
+// The fp16 group scales of a q4 head block's 16 rows as floats, all at once
+// (a broadcast from memory per group then costs no shuffle).
+template <int D>
+inline void q4_scales(const uint16_t* scales, float* out) {
+  #pragma GCC unroll 8
+  for (int i = 0; i < D / 2; ++i)
+    _mm512_store_ps(out + i * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + i * 16))));
 }
 
 // 32 elements (a: 0..15, b: 16..31) split into even and odd ones, and back.
@@ -336,9 +346,14 @@ inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t*
   __m512 a[kKeys];
   if constexpr (T == KvType::Q4) {
     static_assert(D % 2 == 0, "q4 rows are whole 32-element groups here");
-    __m512 qe[D / 2], qo[D / 2];
+    __m512 qe[D / 2], qo[D / 2];  // q is split even/odd (see attend_part)
     #pragma GCC unroll 8
-    for (int g = 0; g < D / 2; ++g) split_even_odd(_mm512_loadu_ps(q + g * 32), _mm512_loadu_ps(q + g * 32 + 16), qe[g], qo[g]);
+    for (int g = 0; g < D / 2; ++g) {
+      qe[g] = _mm512_loadu_ps(q + g * 32);
+      qo[g] = _mm512_loadu_ps(q + g * 32 + 16);
+    }
+    alignas(64) float sf[kKeys * D / 2];
+    q4_scales<D>(scales, sf);
     #pragma GCC unroll 16
     for (int j = 0; j < kKeys; ++j) {
       a[j] = _mm512_setzero_ps();
@@ -346,7 +361,7 @@ inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t*
       #pragma GCC unroll 8
       for (int g = 0; g < D / 2; ++g) {
         __m512 even, odd;
-        q4_group(block + j * D * 8 + g * 16, scales[j * (D / 2) + g], even, odd);
+        q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
         a[j] = _mm512_fmadd_ps(qo[g], odd, _mm512_fmadd_ps(qe[g], even, a[j]));
       }
     }
@@ -382,15 +397,18 @@ inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t*
   _mm512_store_ps(s, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
 }
 
-// add_values for one head over a q4 block: its output held split even/odd
-// in registers, as q4_group gives the values.
+// add_values for one head over a q4 block, its output split even/odd (see
+// attend_part) as q4_group gives the values.
 template <int D>
 inline void add_q4_values(float* out, const float* p, float corr, const uint8_t* block, const uint16_t* scales,
                           int j0, int j1) {
+  alignas(64) float sf[kKeys * D / 2];
+  q4_scales<D>(scales, sf);
   __m512 oe[D / 2], oo[D / 2];
   #pragma GCC unroll 8
   for (int g = 0; g < D / 2; ++g) {
-    split_even_odd(_mm512_loadu_ps(out + g * 32), _mm512_loadu_ps(out + g * 32 + 16), oe[g], oo[g]);
+    oe[g] = _mm512_loadu_ps(out + g * 32);
+    oo[g] = _mm512_loadu_ps(out + g * 32 + 16);
     if (corr != 1.0f) {
       oe[g] = _mm512_mul_ps(oe[g], _mm512_set1_ps(corr));
       oo[g] = _mm512_mul_ps(oo[g], _mm512_set1_ps(corr));
@@ -401,17 +419,48 @@ inline void add_q4_values(float* out, const float* p, float corr, const uint8_t*
     #pragma GCC unroll 8
     for (int g = 0; g < D / 2; ++g) {
       __m512 even, odd;
-      q4_group(block + j * D * 8 + g * 16, scales[j * (D / 2) + g], even, odd);
+      q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
       oe[g] = _mm512_fmadd_ps(pj, even, oe[g]);
       oo[g] = _mm512_fmadd_ps(pj, odd, oo[g]);
     }
   }
   #pragma GCC unroll 8
   for (int g = 0; g < D / 2; ++g) {
-    __m512 a, b;
-    join_even_odd(oe[g], oo[g], a, b);
-    _mm512_storeu_ps(out + g * 32, a);
-    _mm512_storeu_ps(out + g * 32 + 16, b);
+    _mm512_storeu_ps(out + g * 32, oe[g]);
+    _mm512_storeu_ps(out + g * 32 + 16, oo[g]);
+  }
+}
+
+// Rows [first, last) of a q4 head block as f32 rows split even/odd per
+// group, the others zero (for the transposed path).
+template <int D>
+const float* stage_q4_split(const uint8_t* block, size_t scales_offset, int first, int last, float* staged) {
+  constexpr int hd = D * 16;
+  if (first != 0 || last != kKeys) std::fill(staged, staged + kKeys * hd, 0.0f);
+  alignas(64) float sf[kKeys * D / 2];
+  q4_scales<D>(reinterpret_cast<const uint16_t*>(block + scales_offset), sf);
+  for (int j = first; j < last; ++j)
+    for (int g = 0; g < D / 2; ++g) {
+      __m512 even, odd;
+      q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
+      _mm512_store_ps(staged + j * hd + g * 32, even);
+      _mm512_store_ps(staged + j * hd + g * 32 + 16, odd);
+    }
+  return staged;
+}
+
+// Each 32-element group of n rows of hd in place: split into even and odd
+// elements, or joined back.
+template <int D>
+void split_rows(float* x, int n, bool join) {
+  for (int i = 0; i < n * D / 2; ++i) {
+    __m512 a = _mm512_loadu_ps(x + i * 32), b = _mm512_loadu_ps(x + i * 32 + 16);
+    if (join)
+      join_even_odd(a, b, a, b);
+    else
+      split_even_odd(a, b, a, b);
+    _mm512_storeu_ps(x + i * 32, a);
+    _mm512_storeu_ps(x + i * 32 + 16, b);
   }
 }
 
@@ -468,6 +517,16 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
   const float* p[kMaxAttnGroup];
   float* outs[kMaxAttnGroup];
   const size_t head_block_bytes = kKeys * kv_row_total_bytes(kv.type, hd);
+  const int nq = n_heads * n_group;
+  // q4 values come split even/odd per group (q4_group): queries and outputs
+  // are split to match for the whole part, and joined back at its end.
+  std::vector<float> q_split;
+  if constexpr (T == KvType::Q4) {
+    q_split.assign(q, q + static_cast<size_t>(nq) * hd);
+    split_rows<D>(q_split.data(), nq, false);
+    split_rows<D>(out, nq, false);
+    q = q_split.data();
+  }
   // Head blocks (K and V) prefetched about 16 KiB ahead of the one computed:
   // for a q8 or q4 head block (1-2 KiB) one ahead arrives too late.
   const auto ahead = static_cast<int32_t>(std::max<size_t>(1, kPrefetchBytes / (2 * head_block_bytes)));
@@ -505,9 +564,16 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
         continue;
       }
       // A group: the block widened and transposed once for all its queries.
-      const float* k = widen_rows<D>(kb, T, kv.scales_offset, first, last, staged_k);
-      const float* v = T == KvType::F32 ? reinterpret_cast<const float*>(vb)
-                                        : widen_rows<D>(vb, T, kv.scales_offset, first, last, staged_v);
+      const float* k;
+      const float* v;
+      if constexpr (T == KvType::Q4) {
+        k = stage_q4_split<D>(kb, kv.scales_offset, first, last, staged_k);
+        v = stage_q4_split<D>(vb, kv.scales_offset, first, last, staged_v);
+      } else {
+        k = widen_rows<D>(kb, T, kv.scales_offset, first, last, staged_k);
+        v = T == KvType::F32 ? reinterpret_cast<const float*>(vb)
+                             : widen_rows<D>(vb, T, kv.scales_offset, first, last, staged_v);
+      }
       transpose_keys<D>(k, kt);
       scores_any<D>(qs, n_group, kt, scale, s);
       for (int g = 0; g < n_group; ++g) corr[g] = softmax_step(s[g], valid, m[q0 + g], l[q0 + g]);
@@ -516,6 +582,7 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
       for (; g < n_group; ++g) add_values<D, 1>(outs + g, p + g, corr + g, v, first, last);
     }
   }
+  if constexpr (T == KvType::Q4) split_rows<D>(out, nq, true);
 }
 
 template <KvType T, int D>
