@@ -87,7 +87,8 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
 // per query head (n_kv_heads * n_group of them) the running max in m, the
 // sum of weights in l and the unnormalized weighted values in out (all
 // initialized by the caller: -inf, 0, 0). false (nothing written) where
-// attend_rows_avx512 would say no.
+// attend_rows_avx512 would say no, and for a head dim of 576 (latent
+// attention has its own call).
 bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                         size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
 

@@ -607,6 +607,7 @@ bool attend_part_of(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t
     case 80: return part_if<T, 5>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
     case 96: return part_if<T, 6>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
     case 128: return part_if<T, 8>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 160: return part_if<T, 10>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
     case 256: return part_if<T, 16>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
     default: return false;
   }

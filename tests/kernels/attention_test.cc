@@ -276,10 +276,11 @@ TEST(Attention, SplitDecodeEqualsUnsplitToRounding) {
   // every head's output within float rounding of attend_paged over the whole
   // range, at awkward sizes: a partial last block, windows starting mid-block,
   // ranges shorter than the split (empty parts), inside one block, one token;
-  // every KV type and CPU level, head dims the vector kernel takes and one
-  // it does not (8), groups of 1, 2 and 8.
+  // every KV type and CPU level, head dims the vector kernel takes (48 and
+  // 160: q4 not, their rows are not whole 32-element groups) and one it does
+  // not (8), groups of 1, 2 and 8 (scores by rows, and by a transpose).
   uint32_t seed = 3;
-  for (int32_t hd : {8, 64, 128}) {
+  for (int32_t hd : {8, 48, 64, 128, 160, 256}) {
     for (int32_t group : {1, 2, 8}) {
       for (KvType t : kAllTypes) {
         const Heads c(3, hd, group, 150, t, seed += 7);
