@@ -2,10 +2,12 @@
 // in the same run (issue 21 part 4). One layer of two shapes, Llama-2-7B's
 // (32 KV heads of 128) and TinyLlama's GQA (4 KV heads of 64, 8 query heads
 // each), at each cache type and context:
-// - decode: one query row over `ctx` keys, as the decoder splits it (KV
-//   heads over the threads); judged as bytes of K/V read per step (the
-//   cache's own bytes per token, scales included, times ctx) over the read
-//   probe;
+// - decode: one query row over `ctx` keys, split two ways: KV heads over
+//   the threads (attend_paged_rows per head, as the decoder did), and the
+//   keys over the threads with every head of a block in turn
+//   (attend_paged_decode, as the decoder does now); judged as bytes of K/V
+//   read per step (the cache's own bytes per token, scales included, times
+//   ctx) over the read probe;
 // - prefill: the last 512 rows of a prompt of `ctx` tokens (a chunk of
 //   chunked prefill), in the decoder's tiles of 8 rows per KV head; judged as
 //   FLOPs (4 per key per head dim per query head: q·k and p·v) over the FMA

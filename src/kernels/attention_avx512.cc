@@ -530,16 +530,21 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
   // Head blocks (K and V) prefetched about 16 KiB ahead of the one computed:
   // for a q8 or q4 head block (1-2 KiB) one ahead arrives too late.
   const auto ahead = static_cast<int32_t>(std::max<size_t>(1, kPrefetchBytes / (2 * head_block_bytes)));
+  // The head block read `ahead` after this one (next_h of the block holding
+  // next_key): each is a page or less, and the jumps between blocks are ones
+  // the hardware does not follow.
+  int32_t next_h = ahead % n_heads, next_key = begin / kKeys * kKeys + ahead / n_heads * kKeys;
   for (int32_t blk0 = begin / kKeys * kKeys; blk0 < end; blk0 += kKeys) {
     const int first = std::max(begin, blk0) - blk0, last = std::min(end, blk0 + kKeys) - blk0;
     const auto valid = static_cast<__mmask16>(((1u << last) - 1) & ~((1u << first) - 1));
     for (int32_t h = 0; h < n_heads; ++h) {
-      // The head block read `ahead` after this one: each is a page or less,
-      // and the jumps between blocks are ones the hardware does not follow.
-      const int32_t next_h = (h + ahead) % n_heads, next_key = blk0 + (h + ahead) / n_heads * kKeys;
       if (next_key < end) {
         prefetch_block(head_block(kv.k_base, kv, head_stride, next_key, next_h), head_block_bytes);
         if (kv.v_base != kv.k_base) prefetch_block(head_block(kv.v_base, kv, head_stride, next_key, next_h), head_block_bytes);
+      }
+      if (++next_h == n_heads) {  // no division per head block
+        next_h = 0;
+        next_key += kKeys;
       }
       const uint8_t* kb = head_block(kv.k_base, kv, head_stride, blk0, h);
       const uint8_t* vb = head_block(kv.v_base, kv, head_stride, blk0, h);
