@@ -188,13 +188,15 @@ void merge_parts(int32_t n_parts, int32_t nq, int32_t head_dim, const float* m, 
   }
 }
 
-// The parts' states: m and l of every (part, query head), then their values.
+// The parts' states: m and l of every (part, query head), then their
+// values, in a buffer of the calling thread's kept from step to step (a
+// decode step calls this once per layer).
 struct PartStates {
-  std::vector<float> buf;
   float *m, *l, *out;
   PartStates(int32_t n_parts, int32_t nq, int32_t head_dim) {
+    thread_local std::vector<float> buf;
     const size_t n = static_cast<size_t>(n_parts) * nq;
-    buf.resize(n * (2 + static_cast<size_t>(head_dim)));
+    buf.resize(std::max(buf.size(), n * (2 + static_cast<size_t>(head_dim))));
     m = buf.data();
     l = m + n;
     out = l + n;
@@ -206,7 +208,8 @@ void split_decode(const KernelSet& ks, int32_t n_parts, RunParts&& run_parts, co
                   int32_t n_group, int32_t head_dim, const PagedKv& kv, size_t head_stride, int32_t begin,
                   int32_t end, AttnScale scale, float* out) {
   n_parts = std::max(1, n_parts);
-  std::vector<int32_t> cuts(static_cast<size_t>(n_parts) + 1);
+  thread_local std::vector<int32_t> cuts;
+  cuts.resize(std::max(cuts.size(), static_cast<size_t>(n_parts) + 1));
   split_keys(begin, end, kv.block_tokens, n_parts, cuts.data());
   const int32_t nq = n_kv_heads * n_group;
   PartStates st(n_parts, nq, head_dim);

@@ -520,7 +520,7 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
   const int nq = n_heads * n_group;
   // q4 values come split even/odd per group (q4_group): queries and outputs
   // are split to match for the whole part, and joined back at its end.
-  std::vector<float> q_split;
+  thread_local std::vector<float> q_split;  // kept from call to call: one per part and layer
   if constexpr (T == KvType::Q4) {
     q_split.assign(q, q + static_cast<size_t>(nq) * hd);
     split_rows<D>(q_split.data(), nq, false);
