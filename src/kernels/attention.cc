@@ -208,15 +208,17 @@ void split_decode(const KernelSet& ks, int32_t n_parts, RunParts&& run_parts, co
                   int32_t n_group, int32_t head_dim, const PagedKv& kv, size_t head_stride, int32_t begin,
                   int32_t end, AttnScale scale, float* out) {
   n_parts = std::max(1, n_parts);
-  thread_local std::vector<int32_t> cuts;
-  cuts.resize(std::max(cuts.size(), static_cast<size_t>(n_parts) + 1));
-  split_keys(begin, end, kv.block_tokens, n_parts, cuts.data());
+  thread_local std::vector<int32_t> cut_buf;
+  cut_buf.resize(std::max(cut_buf.size(), static_cast<size_t>(n_parts) + 1));
+  // The parts run on other threads, where cut_buf names their own vector.
+  int32_t* cuts = cut_buf.data();
+  split_keys(begin, end, kv.block_tokens, n_parts, cuts);
   const int32_t nq = n_kv_heads * n_group;
-  PartStates st(n_parts, nq, head_dim);
+  const PartStates st(n_parts, nq, head_dim);
   run_parts(n_parts, [&](int32_t p) {
     const size_t at = static_cast<size_t>(p) * nq;
-    decode_part(ks, q, n_kv_heads, n_group, head_dim, kv, head_stride, cuts[static_cast<size_t>(p)],
-                cuts[static_cast<size_t>(p) + 1], scale, st.m + at, st.l + at, st.out + at * head_dim);
+    decode_part(ks, q, n_kv_heads, n_group, head_dim, kv, head_stride, cuts[p], cuts[p + 1], scale, st.m + at,
+                st.l + at, st.out + at * head_dim);
   });
   merge_parts(n_parts, nq, head_dim, st.m, st.l, st.out, out);
 }
