@@ -303,8 +303,8 @@ inline __m512 row_chunk(const uint8_t* block, int j, int c) {
 // a lane, indexes a table of (code - 8) * the group's scale with its low
 // nibble (vpermps reads an index's low 4 bits: element 2i) and, shifted, its
 // high one (element 2i + 1). The elements come out split, even and odd, so
-// queries and outputs are permuted to match once per head block: 4 ops per
-// 16 elements where unpacking them in order costs 10. The values are
+// a part keeps its queries and outputs in that order (attend_part): 4 ops
+// per 16 elements where unpacking them in order costs 10. The values are
 // widen_q4's (the same exact product).
 inline void q4_group(const uint8_t* bytes, const float* scale, __m512& even, __m512& odd) {
   const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
