@@ -2,10 +2,12 @@
 // in the same run (issue 21 part 4). One layer of two shapes, Llama-2-7B's
 // (32 KV heads of 128) and TinyLlama's GQA (4 KV heads of 64, 8 query heads
 // each), at each cache type and context:
-// - decode: one query row over `ctx` keys, as the decoder splits it (KV
-//   heads over the threads); judged as bytes of K/V read per step (the
-//   cache's own bytes per token, scales included, times ctx) over the read
-//   probe;
+// - decode: one query row over `ctx` keys, split two ways: KV heads over
+//   the threads (attend_paged_rows per head, as the decoder did), and the
+//   keys over the threads with every head of a block in turn
+//   (attend_paged_decode, as the decoder does now); judged as bytes of K/V
+//   read per step (the cache's own bytes per token, scales included, times
+//   ctx) over the read probe;
 // - prefill: the last 512 rows of a prompt of `ctx` tokens (a chunk of
 //   chunked prefill), in the decoder's tiles of 8 rows per KV head; judged as
 //   FLOPs (4 per key per head dim per query head: q·k and p·v) over the FMA
@@ -57,7 +59,7 @@ double best_time(F&& run, int reps) {
 }
 
 struct Timings {
-  double decode_s = 0, prefill_s = 0;
+  double decode_s = 0, split_s = 0, prefill_s = 0;
 };
 
 Timings time_layer(const Shape& s, KvType type, int32_t ctx, bool prefill, ThreadPool& pool) {
@@ -87,8 +89,17 @@ Timings time_layer(const Shape& s, KvType type, int32_t ctx, bool prefill, Threa
       }
     });
   };
+  // One row over every KV head with the keys split over the threads.
+  const auto attend_split = [&] {
+    const PagedKv kv{cache.key_data(0, 0, 0), cache.value_data(0, 0, 0), cache.block_stride(),
+                     table.blocks().data(), kBlockTokens, cache.type(), cache.scales_offset()};
+    const size_t off = static_cast<size_t>(rows - 1) * q_dim;
+    attend_paged_decode(pool, &q[off], s.kv_heads, s.group, s.head_dim, kv, cache.head_stride(), begins.back(),
+                        ends.back(), scale, &out[off]);
+  };
   Timings t;
   t.decode_s = best_time([&] { attend(rows - 1, 1); }, ctx >= 16384 ? 10 : 20);
+  t.split_s = best_time(attend_split, ctx >= 16384 ? 10 : 20);
   if (prefill) t.prefill_s = best_time([&] { attend(0, rows); }, 2);
   return t;
 }
@@ -119,9 +130,10 @@ int main(int argc, char** argv) {
   const bool prefill = argc > 5 ? std::atoi(argv[5]) != 0 : true;
   ThreadPool pool(threads);
   const Shape shapes[] = {{"llama2-7b (32 x 128)", 32, 1, 128}, {"tinyllama (4 x 64, GQA 8)", 4, 8, 64}};
-  std::printf("| shape | kv | ctx | decode ms | KV GB/s | %% of read | prefill %d rows ms | GFLOP/s | %% of FMA |\n",
+  std::printf("| shape | kv | ctx | decode ms | KV GB/s | %% of read | split decode ms | KV GB/s | %% of read "
+              "| prefill %d rows ms | GFLOP/s | %% of FMA |\n",
               kChunk);
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : shapes)
     for (KvType type : types)
       for (int32_t ctx : contexts) {
@@ -129,20 +141,21 @@ int main(int argc, char** argv) {
         const Roofline roof = measure_roofline(pool, probe_mib << 20, 2);
         const Timings t = time_layer(s, type, ctx, prefill, pool);
         const double kv_bytes = static_cast<double>(KvCache::bytes_per_token({1, s.kv_heads, s.head_dim}, type)) * ctx;
-        const double gb_s = kv_bytes / t.decode_s / 1e9;
+        const double gb_s = kv_bytes / t.decode_s / 1e9, split_gb_s = kv_bytes / t.split_s / 1e9;
         const int32_t rows = std::min(kChunk, ctx);
         double keys = 0;  // keys attended over the chunk's rows
         for (int32_t r = 0; r < rows; ++r) keys += ctx - rows + r + 1;
         const double flops = 4.0 * keys * s.head_dim * s.kv_heads * s.group;
         const double gflop_s = prefill ? flops / t.prefill_s / 1e9 : 0.0;
         const std::string kv(kv_type_name(type));
-        std::printf("| %s | %s | %d | %.3f | %.1f | %.0f %% | %.1f | %.1f | %.0f %% |\n", s.name, kv.c_str(), ctx,
-                    t.decode_s * 1e3, gb_s, 100.0 * gb_s / roof.read_gb_s, t.prefill_s * 1e3, gflop_s,
+        std::printf("| %s | %s | %d | %.3f | %.1f | %.0f %% | %.3f | %.1f | %.0f %% | %.1f | %.1f | %.0f %% |\n",
+                    s.name, kv.c_str(), ctx, t.decode_s * 1e3, gb_s, 100.0 * gb_s / roof.read_gb_s, t.split_s * 1e3,
+                    split_gb_s, 100.0 * split_gb_s / roof.read_gb_s, t.prefill_s * 1e3, gflop_s,
                     100.0 * gflop_s / roof.fma_gflop_s);
         std::printf("{\"shape\":\"%s\",\"kv\":\"%s\",\"ctx\":%d,\"threads\":%d,\"decode_s\":%.6g,\"kv_bytes\":%.0f,"
-                    "\"kv_gb_s\":%.4g,\"read_gb_s\":%.4g,\"prefill_rows\":%d,\"prefill_s\":%.6g,\"prefill_gflop_s\":%.4g,"
+                    "\"kv_gb_s\":%.4g,\"split_decode_s\":%.6g,\"split_kv_gb_s\":%.4g,\"read_gb_s\":%.4g,\"prefill_rows\":%d,\"prefill_s\":%.6g,\"prefill_gflop_s\":%.4g,"
                     "\"fma_gflop_s\":%.4g}\n",
-                    s.name, kv.c_str(), ctx, pool.size(), t.decode_s, kv_bytes, gb_s, roof.read_gb_s, rows, t.prefill_s,
+                    s.name, kv.c_str(), ctx, pool.size(), t.decode_s, kv_bytes, gb_s, t.split_s, split_gb_s, roof.read_gb_s, rows, t.prefill_s,
                     gflop_s, roof.fma_gflop_s);
         std::fflush(stdout);
       }

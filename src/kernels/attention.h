@@ -11,6 +11,7 @@
 
 #include "core/cpu_features.h"
 #include "core/kv_format.h"
+#include "core/thread_pool.h"
 
 namespace duet {
 
@@ -52,6 +53,24 @@ void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t 
                        const PagedKv& kv, const int32_t* begins, const int32_t* ends, AttnScale scale, float* out,
                        size_t out_stride);
 
+// Decode of one query row over every KV head at once (flash-decoding):
+// q[n_kv_heads][n_group][head_dim] attends keys [begin, end) into out (the
+// same layout); head h's K and V lie h * head_stride bytes after kv's. The
+// keys are split over the pool's threads in whole blocks, each part read
+// block by block with every head of a block in turn (one long run of the
+// cache instead of one head's rows a block stride apart), and the parts'
+// softmaxes (max, sum, weighted values) merged at the end. Equal to
+// attend_paged per KV head to float rounding; the parts depend on the pool's
+// size only, so a step's bits do not depend on which thread ran what.
+void attend_paged_decode(ThreadPool& pool, const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim,
+                         const PagedKv& kv, size_t head_stride, int32_t begin, int32_t end, AttnScale scale,
+                         float* out);
+// The same with the kernels of one CPU level, in n_parts parts run one after
+// another (for tests of the split at every level).
+void attend_paged_decode_at(CpuLevel level, int32_t n_parts, const float* q, int32_t n_kv_heads, int32_t n_group,
+                            int32_t head_dim, const PagedKv& kv, size_t head_stride, int32_t begin, int32_t end,
+                            AttnScale scale, float* out);
+
 // Bounds of the AVX-512 kernel's tile.
 constexpr int32_t kMaxAttnRows = 8;
 constexpr int32_t kMaxAttnGroup = 64;
@@ -62,5 +81,15 @@ constexpr int32_t kMaxAttnGroup = 64;
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);
+
+// The AVX-512 kernel of one decode part: every head's query heads over keys
+// [begin, end), block by block and head by head within a block, leaving
+// per query head (n_kv_heads * n_group of them) the running max in m, the
+// sum of weights in l and the unnormalized weighted values in out (all
+// initialized by the caller: -inf, 0, 0). false (nothing written) where
+// attend_rows_avx512 would say no, and for a head dim of 576 (latent
+// attention has its own call).
+bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                        size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
 
 }  // namespace duet

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/vec_math_avx512.h"
@@ -32,6 +33,7 @@ namespace {
 constexpr int kKeys = 16;
 constexpr int kMaxQueries = kMaxAttnRows * kMaxAttnGroup;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr size_t kPrefetchBytes = 16 << 10;
 
 // kt[d] = element d of keys 0..15 (lane j: key j), for one block's 16 keys
 // (rows of D * 16 floats): per 16-element chunk, a 16 x 16 transpose.
@@ -280,7 +282,356 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
   }
 }
 
+// Elements 16c..16c+15 of row j of a f32, f16 or q8 head block, as floats,
+// widened in registers (q8 without its row's scale: the caller scales the
+// dot, or the weight, once per row).
+template <KvType T, int D>
+inline __m512 row_chunk(const uint8_t* block, int j, int c) {
+  constexpr int hd = D * 16;
+  if constexpr (T == KvType::F32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(block) + j * hd + c * 16);
+  } else if constexpr (T == KvType::F16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (j * hd + c * 16) * 2)));
+  } else {
+    static_assert(T == KvType::Q8, "q4 goes by q4_group");
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + j * hd + c * 16));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+  }
+}
+
+// One q4 group (32 elements, 16 bytes) by table: each byte, zero-extended to
+// a lane, indexes a table of (code - 8) * the group's scale with its low
+// nibble (vpermps reads an index's low 4 bits: element 2i) and, shifted, its
+// high one (element 2i + 1). The elements come out split, even and odd, so
+// a part keeps its queries and outputs in that order (attend_part): 4 ops
+// per 16 elements where unpacking them in order costs 10. The values are
+// widen_q4's (the same exact product).
+inline void q4_group(const uint8_t* bytes, const float* scale, __m512& even, __m512& odd) {
+  const __m512 codes = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  const __m512 table = _mm512_mul_ps(_mm512_set1_ps(*scale), codes);
+  even = _mm512_permutexvar_ps(x, table);
+  odd = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), table);
+}
+
+// The fp16 group scales of a q4 head block's 16 rows as floats, all at once
+// (a broadcast from memory per group then costs no shuffle).
+template <int D>
+inline void q4_scales(const uint16_t* scales, float* out) {
+  #pragma GCC unroll 8
+  for (int i = 0; i < D / 2; ++i)
+    _mm512_store_ps(out + i * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + i * 16))));
+}
+
+// 32 elements (a: 0..15, b: 16..31) split into even and odd ones, and back.
+inline void split_even_odd(__m512 a, __m512 b, __m512& even, __m512& odd) {
+  const __m512i e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  even = _mm512_permutex2var_ps(a, e, b);
+  odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(e, _mm512_set1_epi32(1)), b);
+}
+inline void join_even_odd(__m512 even, __m512 odd, __m512& a, __m512& b) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  a = _mm512_permutex2var_ps(even, lo, odd);
+  b = _mm512_permutex2var_ps(even, _mm512_add_epi32(lo, _mm512_set1_epi32(8)), odd);
+}
+
+// scale * (q · key j) of rows [first, last) of a head block into s[j] (the
+// others 0), widening the keys in registers: per key one fma chain, then the
+// 16 sums reduced together, pairs of keys at a time (45 shuffles and adds,
+// where transposing the block would cost ~80 per 16 dims: for one query per
+// block the transpose costs more than the scores themselves).
+template <KvType T, int D>
+inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t* scales, int first, int last,
+                           float scale, float* s) {
+  __m512 a[kKeys];
+  if constexpr (T == KvType::Q4) {
+    static_assert(D % 2 == 0, "q4 rows are whole 32-element groups here");
+    __m512 qe[D / 2], qo[D / 2];  // q is split even/odd (see attend_part)
+    #pragma GCC unroll 8
+    for (int g = 0; g < D / 2; ++g) {
+      qe[g] = _mm512_loadu_ps(q + g * 32);
+      qo[g] = _mm512_loadu_ps(q + g * 32 + 16);
+    }
+    alignas(64) float sf[kKeys * D / 2];
+    q4_scales<D>(scales, sf);
+    #pragma GCC unroll 16
+    for (int j = 0; j < kKeys; ++j) {
+      a[j] = _mm512_setzero_ps();
+      if (j < first || j >= last) continue;
+      #pragma GCC unroll 8
+      for (int g = 0; g < D / 2; ++g) {
+        __m512 even, odd;
+        q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
+        a[j] = _mm512_fmadd_ps(qo[g], odd, _mm512_fmadd_ps(qe[g], even, a[j]));
+      }
+    }
+  } else {
+    #pragma GCC unroll 16
+    for (int j = 0; j < kKeys; ++j) {
+      a[j] = _mm512_setzero_ps();
+      if (j < first || j >= last) continue;  // never loaded: may be another sequence's, or never written
+      #pragma GCC unroll 16
+      for (int c = 0; c < D; ++c)
+        a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c * 16), row_chunk<T, D>(block, j, c), a[j]);
+    }
+  }
+  // Per 128-bit lane: b[i] = (key 2i, key 2i+1) pair sums, c[i] = keys 4i..4i+3 each summed over the lane.
+  __m512 b[8], c[4];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  #pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // Then across the four 128-bit lanes: lane L of the result holds keys 4L..4L+3.
+  const __m512 e0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 e1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
+  if constexpr (T == KvType::Q8)  // the 16 rows' scales lie side by side
+    sum = _mm512_mul_ps(sum, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales))));
+  _mm512_store_ps(s, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
+}
+
+// add_values for one head over a q4 block, its output split even/odd (see
+// attend_part) as q4_group gives the values.
+template <int D>
+inline void add_q4_values(float* out, const float* p, float corr, const uint8_t* block, const uint16_t* scales,
+                          int j0, int j1) {
+  alignas(64) float sf[kKeys * D / 2];
+  q4_scales<D>(scales, sf);
+  __m512 oe[D / 2], oo[D / 2];
+  #pragma GCC unroll 8
+  for (int g = 0; g < D / 2; ++g) {
+    oe[g] = _mm512_loadu_ps(out + g * 32);
+    oo[g] = _mm512_loadu_ps(out + g * 32 + 16);
+    if (corr != 1.0f) {
+      oe[g] = _mm512_mul_ps(oe[g], _mm512_set1_ps(corr));
+      oo[g] = _mm512_mul_ps(oo[g], _mm512_set1_ps(corr));
+    }
+  }
+  for (int j = j0; j < j1; ++j) {
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    #pragma GCC unroll 8
+    for (int g = 0; g < D / 2; ++g) {
+      __m512 even, odd;
+      q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
+      oe[g] = _mm512_fmadd_ps(pj, even, oe[g]);
+      oo[g] = _mm512_fmadd_ps(pj, odd, oo[g]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int g = 0; g < D / 2; ++g) {
+    _mm512_storeu_ps(out + g * 32, oe[g]);
+    _mm512_storeu_ps(out + g * 32 + 16, oo[g]);
+  }
+}
+
+// Rows [first, last) of a q4 head block as f32 rows split even/odd per
+// group, the others zero (for the transposed path).
+template <int D>
+const float* stage_q4_split(const uint8_t* block, size_t scales_offset, int first, int last, float* staged) {
+  constexpr int hd = D * 16;
+  if (first != 0 || last != kKeys) std::fill(staged, staged + kKeys * hd, 0.0f);
+  alignas(64) float sf[kKeys * D / 2];
+  q4_scales<D>(reinterpret_cast<const uint16_t*>(block + scales_offset), sf);
+  for (int j = first; j < last; ++j)
+    for (int g = 0; g < D / 2; ++g) {
+      __m512 even, odd;
+      q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
+      _mm512_store_ps(staged + j * hd + g * 32, even);
+      _mm512_store_ps(staged + j * hd + g * 32 + 16, odd);
+    }
+  return staged;
+}
+
+// Each 32-element group of n rows of hd in place: split into even and odd
+// elements, or joined back.
+template <int D>
+void split_rows(float* x, int n, bool join) {
+  for (int i = 0; i < n * D / 2; ++i) {
+    __m512 a = _mm512_loadu_ps(x + i * 32), b = _mm512_loadu_ps(x + i * 32 + 16);
+    if (join)
+      join_even_odd(a, b, a, b);
+    else
+      split_even_odd(a, b, a, b);
+    _mm512_storeu_ps(x + i * 32, a);
+    _mm512_storeu_ps(x + i * 32 + 16, b);
+  }
+}
+
+// add_values for H heads with the value rows widened in registers (q8: the
+// row's scale goes into the weight).
+template <KvType T, int D, int H>
+inline void add_values_by_rows(float* const* outs, const float* const* p, const float* corr, const uint8_t* block,
+                               const uint16_t* scales, int j0, int j1) {
+  __m512 o[H][D];
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 16
+    for (int c = 0; c < D; ++c) {
+      o[h][c] = _mm512_loadu_ps(outs[h] + c * 16);
+      if (corr[h] != 1.0f) o[h][c] = _mm512_mul_ps(o[h][c], _mm512_set1_ps(corr[h]));
+    }
+  for (int j = j0; j < j1; ++j) {
+    __m512 pj[H];
+    const float row_scale = T == KvType::Q8 ? _cvtsh_ss(scales[j]) : 1.0f;
+    #pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) pj[h] = _mm512_set1_ps(p[h][j] * row_scale);
+    #pragma GCC unroll 16
+    for (int c = 0; c < D; ++c) {
+      const __m512 vc = row_chunk<T, D>(block, j, c);
+      #pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) o[h][c] = _mm512_fmadd_ps(pj[h], vc, o[h][c]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 16
+    for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[h] + c * 16, o[h][c]);
+}
+
+// The cache's head block of KV head h in the block holding key `key`.
+inline const uint8_t* head_block(const uint8_t* base, const PagedKv& kv, size_t head_stride, int32_t key, int32_t h) {
+  return base + static_cast<size_t>(kv.block_ids[key / kKeys]) * kv.block_stride + h * head_stride;
+}
+
+template <KvType T, int D>
+void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
+                 int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  constexpr int hd = D * 16;
+  constexpr int kHeads = D <= 4 ? 4 : D <= 8 ? 2 : 1;  // as in attend_rows
+  // Below this many query heads per KV head, scores_by_rows; from it on, a
+  // transpose shared by the group.
+  constexpr int32_t kTransposeFrom = 4;
+  alignas(64) float kt[hd][kKeys];
+  alignas(64) float s[kMaxAttnGroup][kKeys];
+  alignas(64) float staged_k[kKeys * hd];
+  alignas(64) float staged_v[kKeys * hd];
+  float corr[kMaxAttnGroup];
+  const float* qs[kMaxAttnGroup];
+  const float* p[kMaxAttnGroup];
+  float* outs[kMaxAttnGroup];
+  const size_t head_block_bytes = kKeys * kv_row_total_bytes(kv.type, hd);
+  const int nq = n_heads * n_group;
+  // q4 values come split even/odd per group (q4_group): queries and outputs
+  // are split to match for the whole part, and joined back at its end.
+  thread_local std::vector<float> q_split;  // kept from call to call: one per part and layer
+  if constexpr (T == KvType::Q4) {
+    q_split.assign(q, q + static_cast<size_t>(nq) * hd);
+    split_rows<D>(q_split.data(), nq, false);
+    split_rows<D>(out, nq, false);
+    q = q_split.data();
+  }
+  // Head blocks (K and V) prefetched about 16 KiB ahead of the one computed:
+  // for a q8 or q4 head block (1-2 KiB) one ahead arrives too late.
+  const auto ahead = static_cast<int32_t>(std::max<size_t>(1, kPrefetchBytes / (2 * head_block_bytes)));
+  // The head block read `ahead` after this one (next_h of the block holding
+  // next_key): each is a page or less, and the jumps between blocks are ones
+  // the hardware does not follow.
+  int32_t next_h = ahead % n_heads, next_key = begin / kKeys * kKeys + ahead / n_heads * kKeys;
+  for (int32_t blk0 = begin / kKeys * kKeys; blk0 < end; blk0 += kKeys) {
+    const int first = std::max(begin, blk0) - blk0, last = std::min(end, blk0 + kKeys) - blk0;
+    const auto valid = static_cast<__mmask16>(((1u << last) - 1) & ~((1u << first) - 1));
+    for (int32_t h = 0; h < n_heads; ++h) {
+      if (next_key < end) {
+        prefetch_block(head_block(kv.k_base, kv, head_stride, next_key, next_h), head_block_bytes);
+        if (kv.v_base != kv.k_base) prefetch_block(head_block(kv.v_base, kv, head_stride, next_key, next_h), head_block_bytes);
+      }
+      if (++next_h == n_heads) {  // no division per head block
+        next_h = 0;
+        next_key += kKeys;
+      }
+      const uint8_t* kb = head_block(kv.k_base, kv, head_stride, blk0, h);
+      const uint8_t* vb = head_block(kv.v_base, kv, head_stride, blk0, h);
+      const auto* k_scales = reinterpret_cast<const uint16_t*>(kb + kv.scales_offset);
+      const auto* v_scales = reinterpret_cast<const uint16_t*>(vb + kv.scales_offset);
+      const int32_t q0 = h * n_group;
+      for (int g = 0; g < n_group; ++g) {
+        qs[g] = q + static_cast<size_t>(q0 + g) * hd;
+        outs[g] = out + static_cast<size_t>(q0 + g) * hd;
+        p[g] = s[g];
+      }
+      if (n_group < kTransposeFrom) {
+        // Few queries per row: keys and values widened in registers as they are used.
+        for (int g = 0; g < n_group; ++g) scores_by_rows<T, D>(qs[g], kb, k_scales, first, last, scale, s[g]);
+        for (int g = 0; g < n_group; ++g) corr[g] = softmax_step(s[g], valid, m[q0 + g], l[q0 + g]);
+        for (int g = 0; g < n_group; ++g) {
+          if constexpr (T == KvType::Q4)
+            add_q4_values<D>(outs[g], p[g], corr[g], vb, v_scales, first, last);
+          else
+            add_values_by_rows<T, D, 1>(outs + g, p + g, corr + g, vb, v_scales, first, last);
+        }
+        continue;
+      }
+      // A group: the block widened and transposed once for all its queries.
+      const float* k;
+      const float* v;
+      if constexpr (T == KvType::Q4) {
+        k = stage_q4_split<D>(kb, kv.scales_offset, first, last, staged_k);
+        v = stage_q4_split<D>(vb, kv.scales_offset, first, last, staged_v);
+      } else {
+        k = widen_rows<D>(kb, T, kv.scales_offset, first, last, staged_k);
+        v = T == KvType::F32 ? reinterpret_cast<const float*>(vb)
+                             : widen_rows<D>(vb, T, kv.scales_offset, first, last, staged_v);
+      }
+      transpose_keys<D>(k, kt);
+      scores_any<D>(qs, n_group, kt, scale, s);
+      for (int g = 0; g < n_group; ++g) corr[g] = softmax_step(s[g], valid, m[q0 + g], l[q0 + g]);
+      int g = 0;
+      for (; g + kHeads <= n_group; g += kHeads) add_values<D, kHeads>(outs + g, p + g, corr + g, v, first, last);
+      for (; g < n_group; ++g) add_values<D, 1>(outs + g, p + g, corr + g, v, first, last);
+    }
+  }
+  if constexpr (T == KvType::Q4) split_rows<D>(out, nq, true);
+}
+
+template <KvType T, int D>
+bool part_if(const float* q, int32_t n_kv_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
+             int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  if constexpr (T == KvType::Q4 && D % 2 != 0) {
+    return false;  // q4 goes by whole 32-element groups
+  } else {
+    attend_part<T, D>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    return true;
+  }
+}
+
+template <KvType T>
+bool attend_part_of(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                    size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  switch (head_dim) {
+    case 16: return part_if<T, 1>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 32: return part_if<T, 2>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 48: return part_if<T, 3>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 64: return part_if<T, 4>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 80: return part_if<T, 5>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 96: return part_if<T, 6>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 128: return part_if<T, 8>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 160: return part_if<T, 10>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    case 256: return part_if<T, 16>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out);
+    default: return false;
+  }
+}
+
 }  // namespace
+
+bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                        size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  if (kv.block_tokens != kKeys || n_group > kMaxAttnGroup) return false;
+  switch (kv.type) {
+    case KvType::F32: return attend_part_of<KvType::F32>(q, n_kv_heads, n_group, head_dim, kv, head_stride, begin, end, scale, m, l, out);
+    case KvType::F16: return attend_part_of<KvType::F16>(q, n_kv_heads, n_group, head_dim, kv, head_stride, begin, end, scale, m, l, out);
+    case KvType::Q8: return attend_part_of<KvType::Q8>(q, n_kv_heads, n_group, head_dim, kv, head_stride, begin, end, scale, m, l, out);
+    case KvType::Q4:
+      return attend_part_of<KvType::Q4>(q, n_kv_heads, n_group, head_dim, kv, head_stride, begin, end, scale, m, l, out);
+  }
+  return false;
+}
 
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,

@@ -10,8 +10,8 @@ namespace {
 using enum CpuLevel;
 
 // Operation names, by KernelImpl alternative.
-constexpr std::string_view kOpNames[] = {"dot",  "packed_gemm", "kv_rows", "attend_rows", "exp",
-                                         "swiglu", "geglu",     "probes"};
+constexpr std::string_view kOpNames[] = {"dot",    "packed_gemm", "kv_rows", "attend_rows", "attend_part",
+                                         "exp",    "swiglu",      "geglu",   "probes"};
 static_assert(std::size(kOpNames) == std::variant_size_v<KernelImpl>);
 
 constexpr size_t kKvRowsOp = 2;
@@ -100,6 +100,7 @@ std::vector<KernelEntry> make_table() {
       {&kKvAvx2.q4, KvType::Q4, kAvx2, "avx2 fma, 8 lanes"},
 
       {&attend_rows_avx512, kAvx512, "avx512, f32 or f16 cache, up to 8 rows"},
+      {&attend_part_avx512, kAvx512, "avx512, one decode row, every head of a block in turn"},
       {&exp_shifted_scalar, kScalar, "scalar std::exp"},
       {&exp_shifted_avx512, kAvx512, "avx512 vector exp"},
       {&swiglu_scalar, kScalar, "scalar std::exp"},

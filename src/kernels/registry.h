@@ -30,6 +30,7 @@
 namespace duet {
 
 using AttendRowsFn = decltype(&attend_rows_avx512);
+using AttendPartFn = decltype(&attend_part_avx512);
 using ExpShiftedFn = decltype(&exp_shifted_scalar);
 using SwigluFn = decltype(&swiglu_scalar);
 // The same signature as SwigluFn: a struct of its own keeps it a separate
@@ -40,7 +41,7 @@ struct GegluFn {
 
 // What an entry provides; which alternative it holds is its operation.
 using KernelImpl = std::variant<const TypeKernels*, const PackedKernels*, const KvRowKernels*, AttendRowsFn,
-                                ExpShiftedFn, SwigluFn, GegluFn, const ProbeKernels*>;
+                                AttendPartFn, ExpShiftedFn, SwigluFn, GegluFn, const ProbeKernels*>;
 
 struct KernelEntry {
   KernelEntry(KernelImpl i, DType t, CpuLevel l, std::string_view n)
@@ -69,6 +70,7 @@ class KernelSet {
   const PackedKernels* packed(DType t) const { return get<const PackedKernels*>(static_cast<uint32_t>(t)); }
   const KvRowKernels* kv_rows(KvType t) const { return get<const KvRowKernels*>(static_cast<uint32_t>(t)); }
   AttendRowsFn attend_rows() const { return get<AttendRowsFn>(0); }  // nullptr where none
+  AttendPartFn attend_part() const { return get<AttendPartFn>(0); }  // nullptr where none
   ExpShiftedFn exp_shifted() const { return get<ExpShiftedFn>(0); }
   SwigluFn swiglu() const { return get<SwigluFn>(0); }
   SwigluFn geglu() const { return get<GegluFn>(0).fn; }

@@ -95,6 +95,8 @@ class KvCache {
   }
   // Bytes from a block's K (or V) of one layer and head to the next block's.
   size_t block_stride() const { return head_block_bytes_ * shape_.n_kv_heads * shape_.planes(); }
+  // Bytes from one KV head's head block to the next head's (same block, layer and plane).
+  size_t head_stride() const { return head_block_bytes_; }
   // Bytes from a head block's start to its scales.
   size_t scales_offset() const { return row_bytes_ * kBlockTokens; }
 

@@ -718,21 +718,30 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   const AttnScale scale{c.attn_scale(), c.attn_softcap};
   const std::vector<int32_t>& begins = c.layer_slides(layer) ? ws_.attn_begin_local : ws_.attn_begin;
   const size_t block_stride = cache.block_stride();
-  const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size()) - 1;
-  pool.parallel_for(n_tiles * c.n_kv_heads, ws_.attn_grain, [&](int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      const auto tile = static_cast<size_t>(job / c.n_kv_heads);
-      const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
-      const int32_t r0 = ws_.attn_tiles[tile], rows = ws_.attn_tiles[tile + 1] - r0;
-      const auto i = static_cast<size_t>(r0);
-      const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
-      const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
-                       cache.blocks_of(table, layer).data(), kBlockTokens, cache.type(), cache.scales_offset()};
-      const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
-      attend_paged_rows(&ws_.q[q_off], q_dim, rows, group, c.head_dim, kv, &begins[i], &ws_.attn_end[i], scale,
-                        &ws_.att[q_off], q_dim);
-    }
-  });
+  if (n == 1) {
+    // One decode row: its keys split over the threads, every KV head at once.
+    const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[0])];
+    const PagedKv kv{cache.key_data(layer, 0, 0), cache.value_data(layer, 0, 0), block_stride,
+                     cache.blocks_of(table, layer).data(), kBlockTokens, cache.type(), cache.scales_offset()};
+    attend_paged_decode(pool, ws_.q.data(), c.n_kv_heads, group, c.head_dim, kv, cache.head_stride(), begins[0],
+                        ws_.attn_end[0], scale, ws_.att.data());
+  } else {
+    const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size()) - 1;
+    pool.parallel_for(n_tiles * c.n_kv_heads, ws_.attn_grain, [&](int64_t begin, int64_t end) {
+      for (int64_t job = begin; job < end; ++job) {
+        const auto tile = static_cast<size_t>(job / c.n_kv_heads);
+        const int32_t h = static_cast<int32_t>(job % c.n_kv_heads);
+        const int32_t r0 = ws_.attn_tiles[tile], rows = ws_.attn_tiles[tile + 1] - r0;
+        const auto i = static_cast<size_t>(r0);
+        const BlockTable& table = *batch.tables[static_cast<size_t>(batch.seq[i])];
+        const PagedKv kv{cache.key_data(layer, 0, h), cache.value_data(layer, 0, h), block_stride,
+                         cache.blocks_of(table, layer).data(), kBlockTokens, cache.type(), cache.scales_offset()};
+        const size_t q_off = i * q_dim + static_cast<size_t>(h) * group * hd;
+        attend_paged_rows(&ws_.q[q_off], q_dim, rows, group, c.head_dim, kv, &begins[i], &ws_.attn_end[i], scale,
+                          &ws_.att[q_off], q_dim);
+      }
+    });
+  }
 
   mm(*w.wo, ws_.att.data(), n, ws_.proj.data(), pool);
   join_ranks(n);

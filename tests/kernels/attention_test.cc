@@ -243,5 +243,101 @@ TEST(Attention, RowsEqualEachRowAloneBitForBit) {
   }
 }
 
+// Every KV head of a cache (n_heads of them, each with its own random K/V),
+// under a shuffled block table, for the split decode.
+struct Heads {
+  int32_t n_heads, head_dim, n_group, n_tokens;
+  std::vector<float> q;  // [n_heads][n_group][head_dim]
+  std::vector<int32_t> table;
+  KvCache cache;
+
+  Heads(int32_t heads, int32_t hd, int32_t group, int32_t tokens, KvType t, uint32_t seed)
+      : n_heads(heads), head_dim(hd), n_group(group), n_tokens(tokens),
+        q(random_floats(static_cast<size_t>(heads * group * hd), seed)),
+        table(static_cast<size_t>((tokens + kBlockTokens - 1) / kBlockTokens)),
+        cache(KvShape{1, heads, hd}, static_cast<int32_t>(table.size()), t) {
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(seed));
+    for (int32_t p = 0; p < tokens; ++p) {
+      const auto k = random_floats(static_cast<size_t>(heads * hd), seed + 1 + 2 * static_cast<uint32_t>(p));
+      const auto v = random_floats(k.size(), seed + 2 + 2 * static_cast<uint32_t>(p));
+      cache.store(0, table[static_cast<size_t>(p / kBlockTokens)], p % kBlockTokens, k.data(), v.data());
+    }
+  }
+  PagedKv view(int32_t h) const {
+    return {cache.key_data(0, 0, h), cache.value_data(0, 0, h), cache.block_stride(),
+            table.data(), kBlockTokens, cache.type(), cache.scales_offset()};
+  }
+  size_t head_stride() const { return static_cast<size_t>(cache.key_data(0, 0, 1) - cache.key_data(0, 0, 0)); }
+};
+
+TEST(Attention, SplitDecodeEqualsUnsplitToRounding) {
+  // The keys of a decode row cut into parts (flash-decoding) and merged:
+  // every head's output within float rounding of attend_paged over the whole
+  // range, at awkward sizes: a partial last block, windows starting mid-block,
+  // ranges shorter than the split (empty parts), inside one block, one token;
+  // every KV type and CPU level, head dims the vector kernel takes (48 and
+  // 160: q4 not, their rows are not whole 32-element groups) and one it does
+  // not (8), groups of 1, 2 and 8 (scores by rows, and by a transpose).
+  uint32_t seed = 3;
+  for (int32_t hd : {8, 48, 64, 128, 160, 256}) {
+    for (int32_t group : {1, 2, 8}) {
+      for (KvType t : kAllTypes) {
+        const Heads c(3, hd, group, 150, t, seed += 7);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        const size_t per_head = static_cast<size_t>(group * hd);
+        for (Range r : {Range{0, 150}, Range{37, 150}, Range{0, 5}, Range{140, 150}, Range{149, 150}, Range{3, 36}}) {
+          for (CpuLevel level : testing::runnable_levels()) {
+            std::vector<float> whole(per_head * 3);
+            for (int32_t h = 0; h < 3; ++h)
+              attend_paged_at(level, c.q.data() + h * per_head, group, hd, c.view(h), r.begin, r.end, scale,
+                              whole.data() + h * per_head);
+            for (int32_t parts : {1, 2, 3, 7, 20}) {
+              std::vector<float> split(whole.size(), NAN);
+              attend_paged_decode_at(level, parts, c.q.data(), 3, group, hd, c.view(0), c.head_stride(), r.begin,
+                                     r.end, scale, split.data());
+              double diff = 0;
+              for (size_t i = 0; i < whole.size(); ++i) diff = std::max(diff, double{std::fabs(split[i] - whole[i])});
+              EXPECT_LT(diff, 1e-6) << kv_type_name(t) << " at " << cpu_level_name(level) << ", head_dim " << hd
+                                    << ", group " << group << ", tokens [" << r.begin << ", " << r.end << "), "
+                                    << parts << " parts";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, SplitDecodeOnAPoolEqualsItsPartsRunInTurn) {
+  // The pool's split is fixed by its size (two parts per thread here, the
+  // range being long enough): the same bits as those parts run one after
+  // another, whichever thread ran which.
+  const Heads c(4, 64, 8, 16 * 40 + 9, KvType::F16, 11);
+  const size_t n = c.q.size();
+  ThreadPool pool(2);
+  for (Range r : {Range{0, c.n_tokens}, Range{100, c.n_tokens}}) {
+    std::vector<float> on_pool(n, NAN), in_turn(n, NAN);
+    attend_paged_decode(pool, c.q.data(), 4, 8, 64, c.view(0), c.head_stride(), r.begin, r.end, 0.125f,
+                        on_pool.data());
+    attend_paged_decode_at(active_cpu_level(), 4, c.q.data(), 4, 8, 64, c.view(0), c.head_stride(), r.begin, r.end,
+                           0.125f, in_turn.data());
+    EXPECT_EQ(std::memcmp(on_pool.data(), in_turn.data(), n * sizeof(float)), 0) << r.begin;
+  }
+}
+
+TEST(Attention, SplitDecodeKeepsTheSoftCap) {
+  // A soft-cap takes the generic loops in every part; still equal to the unsplit result.
+  Heads c(2, 64, 4, 100, KvType::F32, 21);
+  for (float& x : c.q) x *= 8.0f;
+  const AttnScale scale{0.125f, 2.0f};
+  std::vector<float> whole(c.q.size()), split(c.q.size());
+  for (int32_t h = 0; h < 2; ++h)
+    attend_paged(c.q.data() + h * 256, 4, 64, c.view(h), 0, 100, scale, whole.data() + h * 256);
+  attend_paged_decode_at(active_cpu_level(), 3, c.q.data(), 2, 4, 64, c.view(0), c.head_stride(), 0, 100, scale,
+                         split.data());
+  for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(split[i], whole[i], 1e-6) << i;
+}
+
 }  // namespace
 }  // namespace duet
