@@ -93,8 +93,8 @@ struct PackedKernels {
 };
 
 // The packed kernels of each type that has them: AVX-512 for every type,
-// AVX2 for Q8_0, Q4_0, Q4_K, IQ4_NL and Q5_0 (its other members are empty
-// and not registered).
+// AVX2 for Q8_0, Q4_0, Q4_K, IQ4_NL, Q5_0 and the float types (its other
+// members are empty and not registered).
 // A weight without them at the active level stays in file layout.
 struct PackedTypeKernels {
   PackedKernels q8_0, q4_0, q4_K, f32, f16, bf16;

@@ -1,5 +1,5 @@
-// AVX2 kernels of the packed int8 layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
-// and IQ4_NL, Q5_0 (packed_lowbit.h).
+// AVX2 kernels of the packed layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
+// IQ4_NL, Q5_0 (packed_lowbit.h), and F32, F16, BF16.
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
@@ -319,6 +319,127 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   }
 }
 
+// Float weights (F32, F16, BF16): per element k the group's 16 rows side by
+// side, a ymm holding one 8-row half. As the AVX-512 kernel and the
+// reference, two fma chains per (row, token), even and odd k, then their
+// sum; with 16 ymm registers a half runs against up to kFloatSub tokens (12
+// accumulators, two weight vectors, a broadcast).
+constexpr int kFloatSub = 6;
+constexpr int64_t kFloatPrefetchBytes = 4096;
+
+template <int64_t kBytes>
+struct FloatElems {
+  static constexpr int64_t kElemBytes = kBytes;
+  static __m256 load(const uint8_t* p) {
+    if constexpr (kBytes == 4) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    else return load_f16(p);
+  }
+};
+struct BF16Elems {
+  static constexpr int64_t kElemBytes = 2;
+  static __m256 load(const uint8_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+
+template <class E, int T>
+void float_half_micro(int64_t k, const uint8_t* w, int h, const float* x, size_t xf, float* y, int64_t ys) {
+  constexpr int64_t kRow = kPackRows * E::kElemBytes;  // one k's 16 rows
+  w += kHalf * E::kElemBytes * h;
+  __m256 even[T], odd[T];
+  #pragma GCC unroll 6
+  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < k; i += 2, w += 2 * kRow) {
+    const __m256 w0 = E::load(w), w1 = E::load(w + kRow);
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; ++t) {
+      even[t] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + t * xf + i), even[t]);
+      odd[t] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x + t * xf + i + 1), odd[t]);
+    }
+  }
+  if (i < k) {
+    const __m256 w0 = E::load(w);
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; ++t) even[t] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + t * xf + i), even[t]);
+  }
+  #pragma GCC unroll 6
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, _mm256_add_ps(even[t], odd[t]));
+}
+
+// Decode (one or two tokens): both halves in one pass, so the group streams
+// from memory once, prefetched ahead, instead of once per half.
+template <class E, int T>
+void float_group_micro(int64_t k, const uint8_t* w, const float* x, size_t xf, float* y, int64_t ys) {
+  constexpr int64_t kRow = kPackRows * E::kElemBytes;
+  constexpr int64_t kHalfBytes = kHalf * E::kElemBytes;
+  __m256 even[2][T], odd[2][T];
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; ++t) even[h][t] = odd[h][t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < k; i += 2, w += 2 * kRow) {
+    #pragma GCC unroll 2
+    for (int64_t off = 0; off < 2 * kRow; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(w) + kFloatPrefetchBytes + off, _MM_HINT_T0);
+    const __m256 w0[2] = {E::load(w), E::load(w + kHalfBytes)};
+    const __m256 w1[2] = {E::load(w + kRow), E::load(w + kRow + kHalfBytes)};
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; ++t) {
+      const __m256 xe = _mm256_broadcast_ss(x + t * xf + i), xo = _mm256_broadcast_ss(x + t * xf + i + 1);
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        even[h][t] = _mm256_fmadd_ps(w0[h], xe, even[h][t]);
+        odd[h][t] = _mm256_fmadd_ps(w1[h], xo, odd[h][t]);
+      }
+    }
+  }
+  if (i < k)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < 2; ++h)
+        even[h][t] = _mm256_fmadd_ps(E::load(w + kHalfBytes * h), _mm256_broadcast_ss(x + t * xf + i), even[h][t]);
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + t * ys + kHalf * h, _mm256_add_ps(even[h][t], odd[h][t]));
+}
+
+using FloatHalfFn = void (*)(int64_t, const uint8_t*, int, const float*, size_t, float*, int64_t);
+
+template <class E, int... T>
+constexpr std::array<FloatHalfFn, kFloatSub> float_half_fns(std::integer_sequence<int, T...>) {
+  return {&float_half_micro<E, T + 1>...};
+}
+
+// As gemm() for the int8 types: tokens in blocks whose activations stay in
+// L2, each group's halves against kFloatSub tokens at a time. x holds each
+// token's k floats, xs bytes apart.
+template <class E>
+void float_gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb, size_t xs, int64_t n_tok,
+                float* y, int64_t ys) {
+  static constexpr auto fns = float_half_fns<E>(std::make_integer_sequence<int, kFloatSub>());
+  const auto* x = reinterpret_cast<const float*>(xb);
+  const size_t xf = xs / sizeof(float);
+  const int64_t group_bytes = k * kPackRows * E::kElemBytes;
+  if (n_tok <= 2) {
+    for (int64_t g = 0; g < n_groups; ++g)
+      (n_tok == 1 ? float_group_micro<E, 1> : float_group_micro<E, 2>)(k, w + g * group_bytes, x, xf,
+                                                                        y + g * kPackRows, ys);
+    return;
+  }
+  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / xs) / kFloatSub * kFloatSub;
+  const int64_t tok_block = fit > kFloatSub ? fit : kFloatSub;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
+    const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int h = 0; h < 2; ++h)
+        for (int64_t t = t0; t < t_end; t += kFloatSub) {
+          const int64_t nt = t_end - t < kFloatSub ? t_end - t : kFloatSub;
+          fns[nt - 1](k, w + g * group_bytes, h, x + t * xf, xf, y + t * ys + g * kPackRows, ys);
+        }
+  }
+}
+
 }  // namespace
 
 // Activations go through the scalar quantize_packed_act, which is the
@@ -327,9 +448,9 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {Q8::kOffset, &gemm<Q8>, &quantize_packed_act},
     {Q4::kOffset, &gemm<Q4>, &quantize_packed_act},
     {Q4K::kOffset, &gemm<Q4K>, &quantize_packed_act},
-    {},
-    {},
-    {},
+    {kFloatActs, &float_gemm<FloatElems<4>>, nullptr},
+    {kFloatActs, &float_gemm<FloatElems<2>>, nullptr},
+    {kFloatActs, &float_gemm<BF16Elems>, nullptr},
     {IQ4NL::kOffset, &gemm<IQ4NL>, &quantize_packed_act},
     {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize_packed_act},
     {},  // Q5_1, IQ4_XS, Q2_K, Q3_K: AVX-512 only
