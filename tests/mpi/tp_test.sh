@@ -103,6 +103,17 @@ same_logits() {
   python3 "$SRC/tests/mpi/compare_logits.py" "$TMP/one.bin" "$TMP/two.bin" "$tol" || fail "logits differ"
 }
 
+# MODEL cannot be split over two ranks: an error matching PATTERN exactly
+# once (from rank 0), a failing exit within 30 s, and no logits written.
+refused_by_rank0() {  # MODEL PATTERN
+  timeout 30 "${MPIRUN[@]}" "$DUET" logits -m "$1" --tokens "1 2 3" -o "$TMP/out.bin" -t 1 >"$TMP/out.txt" 2>&1
+  local rc=$?
+  cat "$TMP/out.txt"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc (want an error, not success or a hang)"
+  [ "$(grep -c "$2" "$TMP/out.txt")" -eq 1 ] || fail "want the split error exactly once (from rank 0)"
+  [ ! -e "$TMP/out.bin" ] || fail "logits were written"
+}
+
 case $CASE in
   logits)
     arch=$1 type=$2 btl=$3
@@ -152,14 +163,7 @@ case $CASE in
   moe-unsplittable)
     synth_moe mixtral "$TMP/f32.gguf" 256
     "$DUET" quantize "$TMP/f32.gguf" "$TMP/q.gguf" q4_k >/dev/null 2>&1 || fail "quantize q4_k"
-    timeout 30 "${MPIRUN[@]}" "$DUET" logits -m "$TMP/q.gguf" --tokens "1 2 3" -o "$TMP/out.bin" -t 1 \
-      >"$TMP/out.txt" 2>&1
-    rc=$?
-    cat "$TMP/out.txt"
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc (want an error, not success or a hang)"
-    [ "$(grep -c 'duet: error: .*blk.0.ffn_down_exps.weight: its 128 columns per rank .* not whole' "$TMP/out.txt")" -eq 1 ] \
-      || fail "want the expert split error naming the tensor exactly once (from rank 0)"
-    [ ! -e "$TMP/out.bin" ] || fail "logits were written"
+    refused_by_rank0 "$TMP/q.gguf" 'duet: error: .*blk.0.ffn_down_exps.weight: its 128 columns per rank .* not whole'
     ;;
   perplexity)
     # Windows of their own KV caches, scored by forward passes called directly.
@@ -178,14 +182,7 @@ PY
   unsplittable)
     "$DUET" synth --arch llama --dim 240 --heads 6 --kv-heads 3 --head-dim 40 --ffn 512 --layers 1 \
       --vocab-size 512 --ctx 64 -o "$TMP/odd.gguf" >/dev/null 2>&1 || fail "synth"
-    timeout 30 "${MPIRUN[@]}" "$DUET" logits -m "$TMP/odd.gguf" --tokens "1 2 3" -o "$TMP/out.bin" -t 1 \
-      >"$TMP/out.txt" 2>&1
-    rc=$?
-    cat "$TMP/out.txt"
-    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc (want an error, not success or a hang)"
-    [ "$(grep -c 'duet: error: cannot split 3 KV heads over 2 ranks' "$TMP/out.txt")" -eq 1 ] \
-      || fail "want the split error exactly once (from rank 0)"
-    [ ! -e "$TMP/out.bin" ] || fail "logits were written"
+    refused_by_rank0 "$TMP/odd.gguf" 'duet: error: cannot split 3 KV heads over 2 ranks'
     ;;
   rank-death)
     victim=$1
