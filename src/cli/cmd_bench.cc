@@ -187,7 +187,10 @@ int run(const BenchOptions& o) {
         // it in bytes/s. Prefill reuses each weight across the batch: judge it in
         // FLOP/s against the FMA peak (float weights) or the int8-dot peak.
         const double bytes_per_tok = weight_bytes + kv_bytes_per_pos * p.n / 2.0;
-        const double per_tok = p.decode ? bytes_per_tok / 1e9 : m.matmul_flops_per_token() / 1e9;
+        // A decode step runs one token through the layers and the head; a
+        // prompt of n tokens n through the layers and its last one through the head.
+        const double flops_per_tok = m.layer_flops_per_token() + m.head_flops() / (p.decode ? 1 : p.n);
+        const double per_tok = p.decode ? bytes_per_tok / 1e9 : flops_per_tok / 1e9;
         const double achieved = s.mean * per_tok;
         const auto ceiling_of = [&](const Roofline& r) {
           return p.decode ? r.read_gb_s : prefill_ceiling(r, wtype);
@@ -218,9 +221,8 @@ int run(const BenchOptions& o) {
         roofs.insert(roofs.end(), p.roofs.begin(), p.roofs.end());
         // Decode moves the weights (and the KV so far) once per token;
         // prefill moves them once for the batch.
-        const double flops = m.matmul_flops_per_token();
-        const double intensity = p.decode ? flops / bytes_per_tok : flops * p.n / bytes_per_tok;
-        points.push_back({p.test + " " + std::string(dtype_name(wtype)), intensity, s.mean * flops / 1e9});
+        const double intensity = p.decode ? flops_per_tok / bytes_per_tok : flops_per_tok * p.n / bytes_per_tok;
+        points.push_back({p.test + " " + std::string(dtype_name(wtype)), intensity, s.mean * flops_per_tok / 1e9});
         point_models.push_back(m.config().name);
         if (!o.json) {
           std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.1f %s |", m.config().name.c_str(),

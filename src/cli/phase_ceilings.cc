@@ -26,7 +26,8 @@ server::RooflineBasis measure_serve_roofline(const Model& m, Engine& engine, siz
   b.compute_gop_s = prefill_ceiling(r, main_dtype(m));
   b.weight_bytes = static_cast<double>(m.weight_bytes_per_pass());
   b.kv_bytes_per_pos = static_cast<double>(engine.cache().bytes_per_token());
-  b.flops_per_token = m.matmul_flops_per_token();
+  b.flops_per_token = m.layer_flops_per_token();
+  b.head_flops = m.head_flops();
   return b;
 }
 

@@ -50,6 +50,11 @@ int32_t default_blocks(const EngineConfig& c, const KvShape& shape, int32_t ctx)
   return per_seq * std::max(1, c.scheduler.max_seqs);
 }
 
+KvCache engine_cache(const EngineConfig& c, const Model& model, int32_t ctx) {
+  const KvShape shape = cache_shape(c, model);
+  return KvCache(shape, default_blocks(c, shape, ctx), c.kv_type);
+}
+
 SchedulerConfig scheduler_config(const EngineConfig& c) {
   SchedulerConfig s = c.scheduler;
   // A window moves keys between positions: cached blocks would not match.
@@ -90,7 +95,7 @@ Engine::Engine(Model& model, const EngineConfig& config)
     : model_(model),
       ctx_(config.ctx > 0 ? config.ctx : model.config().ctx_len),
       pool_(config.n_threads),
-      cache_(cache_shape(config, model), default_blocks(config, cache_shape(config, model), ctx_), config.kv_type),
+      cache_(engine_cache(config, model, ctx_)),
       scheduler_(scheduler_config(config)),
       runner_(model, cache_, pool_),
       embedder_(model, cache_, pool_, config.scheduler.max_batch_tokens),

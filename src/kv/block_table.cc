@@ -33,11 +33,13 @@ void BlockTable::truncate(BlockPool& pool, int32_t n_tokens) {
 }
 
 void BlockTable::release_front(BlockPool& pool, int32_t group, int32_t n) {
+  // The released blocks form a prefix of the list, so walking back from the
+  // n-th stops at the first block an earlier step released.
   std::vector<int32_t>& blocks = groups[static_cast<size_t>(group)];
-  for (int32_t i = 0; i < n && i < static_cast<int32_t>(blocks.size()); ++i) {
-    int32_t& b = blocks[static_cast<size_t>(i)];
-    if (b != kNoBlock) pool.release(b);
-    b = kNoBlock;
+  for (size_t i = std::min(static_cast<size_t>(std::max(n, 0)), blocks.size()); i-- > 0;) {
+    if (blocks[i] == kNoBlock) break;
+    pool.release(blocks[i]);
+    blocks[i] = kNoBlock;
   }
 }
 

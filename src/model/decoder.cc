@@ -77,7 +77,8 @@ class DecoderModel final : public Model {
   Status bind_rope();
   Status pack_matrices();
   size_t weight_bytes_per_pass() const override;
-  double matmul_flops_per_token() const override;
+  double layer_flops_per_token() const override;
+  double head_flops() const override { return 2.0 * config_.dim * config_.n_vocab; }
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
   Status hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) override;
   void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
@@ -506,7 +507,7 @@ size_t DecoderModel::weight_bytes_per_pass() const {
   return bytes;
 }
 
-double DecoderModel::matmul_flops_per_token() const {
+double DecoderModel::layer_flops_per_token() const {
   const ModelConfig& c = config_;
   // Latent attention: q (through its bottleneck), the latent, q and the
   // output absorbed through attn_kv_b, and the output projection.
@@ -516,7 +517,7 @@ double DecoderModel::matmul_flops_per_token() const {
                     static_cast<double>(c.n_heads) * c.kv_lora_rank * (c.nope_dim() + c.v_head_dim) +
                     static_cast<double>(c.n_heads) * c.v_head_dim * c.dim
               : static_cast<double>(c.dim) * (c.q_dim() + 2.0 * c.kv_dim()) + static_cast<double>(c.q_dim()) * c.dim;
-  double per_pass = static_cast<double>(c.dim) * c.n_vocab;
+  double per_pass = 0.0;
   for (const LayerWeights& w : layers_)
     per_pass += attention + (w.router ? static_cast<double>(c.dim) * (c.n_experts + 3.0 * c.expert_ffn_dim * c.n_experts_used +
                                                                       3.0 * c.shared_expert_ffn_dim + (w.shared_router ? 1 : 0))

@@ -51,8 +51,12 @@ class Model {
   // Bytes of weights one forward pass reads (all layers, the head, one
   // embedding row per token aside): what decode must stream from memory.
   virtual size_t weight_bytes_per_pass() const = 0;
-  // FLOPs of the matrix products for one token (2 per multiply-add).
-  virtual double matmul_flops_per_token() const = 0;
+  // FLOPs of the matrix products (2 per multiply-add) of one token through
+  // every layer, and of one row of logits through the vocabulary head: a
+  // prompt of n tokens costs n layer passes but one head row (only its last
+  // position wants logits), a decode step one of each.
+  virtual double layer_flops_per_token() const = 0;
+  virtual double head_flops() const = 0;
 
   // Runs the batch: writes K/V of every row into the cache through its
   // sequence's block table, attends causally over each sequence's cache, and

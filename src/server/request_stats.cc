@@ -26,7 +26,7 @@ PhaseVerdict judge_phases(const RequestTimings& t, const RooflineBasis& roof) {
   const int32_t steps = decode_steps(t);
   v.decode_s = steps > 0 ? t.token_times.back() - t.token_times.front() : 0.0;
   if (roof.compute_gop_s > 0)
-    v.prefill_ideal_s = prefilled_tokens(t) * roof.flops_per_token / (roof.compute_gop_s * 1e9);
+    v.prefill_ideal_s = (prefilled_tokens(t) * roof.flops_per_token + roof.head_flops) / (roof.compute_gop_s * 1e9);
   if (roof.read_gb_s > 0) {
     // Each step reads every weight and the KV of the context so far: on
     // average the prompt and half of what this answer added.

@@ -19,7 +19,8 @@ struct RooflineBasis {
   double compute_gop_s = 0;      // prefill's: FMA peak (float weights) or int8-dot peak
   double weight_bytes = 0;       // read once per decode step
   double kv_bytes_per_pos = 0;   // KV read per decode step, per position in the context
-  double flops_per_token = 0;    // matmul work of one prompt token
+  double flops_per_token = 0;    // matmul work of one prompt token through the layers
+  double head_flops = 0;         // and of the first token's row of logits
 };
 
 // Where an answer's time went beyond what the ceilings allow: before its

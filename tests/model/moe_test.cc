@@ -189,6 +189,17 @@ std::string load_error(const Rewrite& r, const std::string& arch = "qwen3moe") {
   return m.ok() ? "(loaded)" : m.error().message;
 }
 
+TEST(MoeFlops, OnlyTheActiveExpertsAndTheHeadApart) {
+  const testing::TempDir dir;
+  auto m = Model::load(synth(dir, "qwen3moe"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  // Per layer: q and o (256 x 64 each), k and v (256 x 32 each), the router
+  // (256 x 8) and 2 of 8 experts' three 256 x 256 matrices; 2 FLOPs each.
+  const double layer = 256.0 * (64 + 2 * 32) + 64.0 * 256 + 256.0 * (8 + 3 * 256 * 2);
+  EXPECT_DOUBLE_EQ((*m)->layer_flops_per_token(), 2 * 3 * layer);
+  EXPECT_DOUBLE_EQ((*m)->head_flops(), 2.0 * 256 * 300);
+}
+
 TEST(MoeLoad, MoreExpertsUsedThanThereAre) {
   const std::string e = load_error({.set = {{"qwen3moe.expert_used_count", GgufValue::of_u32(9)}}});
   EXPECT_NE(e.find("expert_used_count 9 must be between 1 and the 8 experts"), std::string::npos) << e;

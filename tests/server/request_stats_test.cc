@@ -31,11 +31,13 @@ TEST(RequestStats, FiguresComeFromTheTokenTimes) {
 }
 
 TEST(RequestStats, TheVerdictWeighsTimeLostAgainstTheCeilings) {
-  // Prefill would take 100 tokens * 1 GFLOP / 1000 GFLOP/s = 0.1 s at the
-  // peak; decode 10 steps * 1 GB / 20 GB/s = 0.5 s at the bandwidth.
+  // Prefill would take (100 tokens * 0.9 GFLOP + one 10 GFLOP row of
+  // logits) / 1000 GFLOP/s = 0.1 s at the peak; decode 10 steps * 1 GB /
+  // 20 GB/s = 0.5 s at the bandwidth.
   RooflineBasis roof;
   roof.compute_gop_s = 1000;
-  roof.flops_per_token = 1e9;
+  roof.flops_per_token = 0.9e9;
+  roof.head_flops = 10e9;
   roof.read_gb_s = 20;
   roof.weight_bytes = 1e9;
   // 0.3 s waiting (0.2 s lost) and 0.5 s streaming (none lost): slow to
