@@ -189,6 +189,67 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
+// One block of one token, as micro's at T = 1 but with the 8 vpdpbusd in
+// two chains of 4 (integer sums: the same result), so that the chain's
+// latency does not hold up the next block.
+template <class W>
+[[gnu::always_inline]] inline void one_block(const uint8_t* blk, const PackedActBlock* a, __m512& part) {
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+  __m512i w[8];
+  W::load(blk + W::kQuantAt, w);
+  __m512i s0 = W::kAffine ? _mm512_setzero_si512() : _mm512_set1_epi32(a->start);
+  __m512i s1 = _mm512_setzero_si512();
+  #pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    s0 = dpbusd_bcast(s0, w[c], a->qs + 4 * c);
+    s1 = dpbusd_bcast(s1, w[c + 4], a->qs + 4 * (c + 4));
+  }
+  part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), dw, part);
+  if constexpr (W::kAffine) {  // + m * sum(x), start = -sum(x)
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    part = _mm512_fnmadd_ps(dm, _mm512_set1_ps(static_cast<float>(a->start)), part);
+  }
+}
+
+// micro at one token (decode), the same sums in the same order: blocks in
+// pairs with one prefetch per line of the pair (a block of Q4_0 is 4.5
+// lines, of Q8_0 8.5, so a prefetch per 64 bytes of each block fetched
+// every other line twice), half before each block's loads.
+template <class W>
+void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
+  constexpr int64_t kPairLines = (2 * W::kBlockBytes + 63) / 64, kFirst = (kPairLines + 1) / 2;
+  constexpr int64_t kOneLines = (W::kBlockBytes + 63) / 64;
+  const auto prefetch = [](const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+  };
+  const auto act = [](const uint8_t* p) { return reinterpret_cast<const PackedActBlock*>(p); };
+  const int64_t nb = k / kQK32;
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
+    const float d = act(x)->d;
+    __m512 part = _mm512_setzero_ps();
+    int64_t b = g0;
+    for (; b + 2 <= g1; b += 2, blk += 2 * W::kBlockBytes, x += 2 * xs) {
+      #pragma GCC unroll 16
+      for (int64_t i = 0; i < kFirst; ++i) prefetch(blk + 64 * i);
+      one_block<W>(blk, act(x), part);
+      #pragma GCC unroll 16
+      for (int64_t i = kFirst; i < kPairLines; ++i) prefetch(blk + 64 * i);
+      one_block<W>(blk + W::kBlockBytes, act(x + xs), part);
+    }
+    if (b < g1) {
+      #pragma GCC unroll 16
+      for (int64_t i = 0; i < kOneLines; ++i) prefetch(blk + 64 * i);
+      one_block<W>(blk, act(x), part);
+      blk += W::kBlockBytes;
+      x += xs;
+    }
+    total = _mm512_fmadd_ps(part, _mm512_set1_ps(d), total);
+  }
+  _mm512_storeu_ps(y, total);
+}
+
 // Q4_K: per super-block, the 16 rows' d and dmin; per pair of sub-blocks,
 // 8 loads of nibbles whose low halves feed sub-block 2c's sums and high
 // halves sub-block 2c + 1's; per sub-block part = fma(isum, d * sc, part).
@@ -468,6 +529,52 @@ void float_micro(int64_t k, const uint8_t* w, const uint8_t* xb, size_t xs, floa
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_add_ps(even[t], odd[t]));
 }
 
+// float_micro at one token over two groups (32 rows) at once: four fma
+// chains where one group has two, so a one-token pass is not held to the
+// fma latency (each row's sums in float_micro's order: the same bits).
+template <class W>
+void float_two(int64_t k, const uint8_t* w, const uint8_t* w2, const uint8_t* xb, float* y) {
+  const auto* x = reinterpret_cast<const float*>(xb);
+  __m512 e0 = _mm512_setzero_ps(), o0 = e0, e1 = e0, o1 = e0;
+  int64_t i = 0;
+  for (; i + 1 < k; i += 2, w += 32 * W::kElemBytes, w2 += 32 * W::kElemBytes) {
+    for (int64_t off = 0; off < 32 * W::kElemBytes; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(w) + kPrefetchBytes + off, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w2) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    const __m512 xe = _mm512_set1_ps(x[i]), xo = _mm512_set1_ps(x[i + 1]);
+    e0 = _mm512_fmadd_ps(W::load(w), xe, e0);
+    o0 = _mm512_fmadd_ps(W::load(w + 16 * W::kElemBytes), xo, o0);
+    e1 = _mm512_fmadd_ps(W::load(w2), xe, e1);
+    o1 = _mm512_fmadd_ps(W::load(w2 + 16 * W::kElemBytes), xo, o1);
+  }
+  if (i < k) {
+    const __m512 xe = _mm512_set1_ps(x[i]);
+    e0 = _mm512_fmadd_ps(W::load(w), xe, e0);
+    e1 = _mm512_fmadd_ps(W::load(w2), xe, e1);
+  }
+  _mm512_storeu_ps(y, _mm512_add_ps(e0, o0));
+  _mm512_storeu_ps(y + 16, _mm512_add_ps(e1, o1));
+}
+
+// One token: the kernels above that stream at the rate decode needs.
+// Returns false where the type has none (micro at T = 1 serves).
+template <class W>
+bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes, const uint8_t* x, size_t xs,
+              float* y) {
+  if constexpr (requires { W::kElemBytes; }) {
+    int64_t g = 0;
+    for (; g + 2 <= n_groups; g += 2)
+      float_two<W>(k, w + g * group_bytes, w + (g + 1) * group_bytes, x, y + g * kPackRows);
+    if (g < n_groups) float_micro<W, 1, true>(k, w + g * group_bytes, x, xs, y + g * kPackRows, 0);
+    return true;
+  } else if constexpr (requires { W::kQuantAt; }) {
+    for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
+    return true;
+  }
+  return false;
+}
+
 using MicroFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
 
 template <class W, bool kPrefetch, int... T>
@@ -500,6 +607,7 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   static constexpr auto streaming = micro_fns<W, true>(std::make_integer_sequence<int, kMaxToks>());
   static constexpr auto tiled = micro_fns<W, false>(std::make_integer_sequence<int, kMaxToks>());
   const int64_t group_bytes = W::group_bytes(k);
+  if (n_tok == 1 && gemm_one<W>(k, w, n_groups, group_bytes, x, xs, y)) return;
   if (n_tok <= kMaxToks) {  // decode and small batches: one pass over the weights
     for (int64_t g = 0; g < n_groups; ++g)
       streaming[n_tok - 1](k, w + g * group_bytes, x, xs, y + g * kPackRows, ys);
