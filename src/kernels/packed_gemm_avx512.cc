@@ -190,62 +190,49 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
-// One block of one token, as micro's at T = 1 but with the 8 vpdpbusd in
-// two chains of 4 (integer sums: the same result), so that the chain's
-// latency does not hold up the next block.
+// One block of one token with its weight scales dw, as micro's at T = 1
+// but with the 8 vpdpbusd in two chains of 4 (integer sums: the same result).
 template <class W>
-[[gnu::always_inline]] inline void one_block(const uint8_t* blk, const PackedActBlock* a, __m512& part) {
-  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+[[gnu::always_inline]] inline void one_block(const uint8_t* blk, const PackedActBlock* a, __m512 dw, __m512& part) {
   __m512i w[8];
   W::load(blk + W::kQuantAt, w);
-  __m512i s0 = W::kAffine ? _mm512_setzero_si512() : _mm512_set1_epi32(a->start);
-  __m512i s1 = _mm512_setzero_si512();
+  __m512i s0 = _mm512_set1_epi32(a->start), s1 = _mm512_setzero_si512();
   #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     s0 = dpbusd_bcast(s0, w[c], a->qs + 4 * c);
     s1 = dpbusd_bcast(s1, w[c + 4], a->qs + 4 * (c + 4));
   }
   part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), dw, part);
-  if constexpr (W::kAffine) {  // + m * sum(x), start = -sum(x)
-    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
-    part = _mm512_fnmadd_ps(dm, _mm512_set1_ps(static_cast<float>(a->start)), part);
-  }
 }
 
-// micro at one token (decode), the same sums in the same order: blocks in
-// pairs with one prefetch per line of the pair (a Q8_0 block is 8.5 lines,
-// so a prefetch per 64 bytes of each block fetched every other line
-// twice), half before each block's loads.
+// micro at one token (decode), the same sums in the same order, but each
+// activation group's 8 weight-scale rows (the first line of each block) are
+// read before its blocks' quants. A block starts with its scale row, so
+// those loads reach 8 blocks ahead within the group, and the stream keeps
+// more lines in flight: from DRAM, in-process A/B against micro, Q8_0 +50-60 %
+// and Q4_0 +4-10 % (docs/performance.md, 2026-12-05).
 template <class W>
 void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
-  constexpr int64_t kPairLines = (2 * W::kBlockBytes + 63) / 64, kFirst = (kPairLines + 1) / 2;
-  constexpr int64_t kOneLines = (W::kBlockBytes + 63) / 64;
-  const auto prefetch = [](const uint8_t* p) {
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-  };
-  const auto act = [](const uint8_t* p) { return reinterpret_cast<const PackedActBlock*>(p); };
   const int64_t nb = k / kQK32;
   __m512 total = _mm512_setzero_ps();
   for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
-    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
-    const float d = act(x)->d;
+    const int64_t n = nb - g0 < kActGroupBlocks ? nb - g0 : kActGroupBlocks;
+    const float d = reinterpret_cast<const PackedActBlock*>(x)->d;
+    __m512 dw[kActGroupBlocks];
+    #pragma GCC unroll 8
+    for (int j = 0; j < kActGroupBlocks; ++j)
+      if (j < n) dw[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + W::kBlockBytes * j)));
     __m512 part = _mm512_setzero_ps();
-    int64_t b = g0;
-    for (; b + 2 <= g1; b += 2, blk += 2 * W::kBlockBytes, x += 2 * xs) {
-      #pragma GCC unroll 16
-      for (int64_t i = 0; i < kFirst; ++i) prefetch(blk + 64 * i);
-      one_block<W>(blk, act(x), part);
-      #pragma GCC unroll 16
-      for (int64_t i = kFirst; i < kPairLines; ++i) prefetch(blk + 64 * i);
-      one_block<W>(blk + W::kBlockBytes, act(x + xs), part);
-    }
-    if (b < g1) {
-      #pragma GCC unroll 16
-      for (int64_t i = 0; i < kOneLines; ++i) prefetch(blk + 64 * i);
-      one_block<W>(blk, act(x), part);
-      blk += W::kBlockBytes;
-      x += xs;
-    }
+    #pragma GCC unroll 8
+    for (int j = 0; j < kActGroupBlocks; ++j)
+      if (j < n) {
+        const uint8_t* bj = blk + W::kBlockBytes * j;
+        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(bj) + kPrefetchBytes + off, _MM_HINT_T0);
+        one_block<W>(bj, reinterpret_cast<const PackedActBlock*>(x + j * xs), dw[j], part);
+      }
+    blk += W::kBlockBytes * n;
+    x += xs * static_cast<size_t>(n);
     total = _mm512_fmadd_ps(part, _mm512_set1_ps(d), total);
   }
   _mm512_storeu_ps(y, total);
@@ -569,9 +556,8 @@ bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes
       float_two<W>(k, w + g * group_bytes, w + (g + 1) * group_bytes, x, y + g * kPackRows);
     if (g < n_groups) float_micro<W, 1, true>(k, w + g * group_bytes, x, xs, y + g * kPackRows, 0);
     return true;
-  } else if constexpr (std::is_same_v<W, Q8>) {
-    // Q4_0 (and the types that share its blocks) measured within noise this
-    // way on a loaded machine (docs/performance.md, 2026-12-05): left as it was.
+  } else if constexpr (std::is_same_v<W, Q8> || std::is_same_v<W, Q4>) {
+    // (IQ4_NL and Q5_0 / Q5_1 share these blocks; not measured this way yet.)
     for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
     return true;
   }
