@@ -209,8 +209,8 @@ template <class W>
 // activation group's 8 weight-scale rows (the first line of each block) are
 // read before its blocks' quants. A block starts with its scale row, so
 // those loads reach 8 blocks ahead within the group, and the stream keeps
-// more lines in flight: from DRAM, in-process A/B against micro, Q8_0 +50-60 %
-// and Q4_0 +4-10 % (docs/performance.md, 2026-12-05).
+// more lines in flight: from DRAM, in-process A/B against micro, Q8_0 +39-49 %
+// and Q4_0 +7-32 % (docs/performance.md, 2026-12-05).
 template <class W>
 void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
   const int64_t nb = k / kQK32;
