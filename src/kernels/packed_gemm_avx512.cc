@@ -11,7 +11,6 @@
 #include <immintrin.h>
 
 #include <array>
-#include <type_traits>
 #include <cstring>
 #include <utility>
 
@@ -556,8 +555,8 @@ bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes
       float_two<W>(k, w + g * group_bytes, w + (g + 1) * group_bytes, x, y + g * kPackRows);
     if (g < n_groups) float_micro<W, 1, true>(k, w + g * group_bytes, x, xs, y + g * kPackRows, 0);
     return true;
-  } else if constexpr (std::is_same_v<W, Q8> || std::is_same_v<W, Q4>) {
-    // (IQ4_NL and Q5_0 / Q5_1 share these blocks; not measured this way yet.)
+  } else if constexpr (requires { requires !W::kAffine; }) {
+    // (Q5_1, whose blocks add a row of mins, keeps micro.)
     for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
     return true;
   }
