@@ -189,6 +189,54 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
+// One block of one token with its weight scales dw, as micro's at T = 1
+// but with the 8 vpdpbusd in two chains of 4 (integer sums: the same result).
+template <class W>
+[[gnu::always_inline]] inline void one_block(const uint8_t* blk, const PackedActBlock* a, __m512 dw, __m512& part) {
+  __m512i w[8];
+  W::load(blk + W::kQuantAt, w);
+  __m512i s0 = _mm512_set1_epi32(a->start), s1 = _mm512_setzero_si512();
+  #pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    s0 = dpbusd_bcast(s0, w[c], a->qs + 4 * c);
+    s1 = dpbusd_bcast(s1, w[c + 4], a->qs + 4 * (c + 4));
+  }
+  part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), dw, part);
+}
+
+// micro at one token (decode), the same sums in the same order, but each
+// activation group's 8 weight-scale rows (the first line of each block) are
+// read before its blocks' quants. A block starts with its scale row, so
+// those loads reach 8 blocks ahead within the group, and the stream keeps
+// more lines in flight: from DRAM, in-process A/B against micro, Q8_0 +39-49 %
+// and Q4_0 +7-32 % (docs/performance.md, 2026-12-05).
+template <class W>
+void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
+  const int64_t nb = k / kQK32;
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t n = nb - g0 < kActGroupBlocks ? nb - g0 : kActGroupBlocks;
+    const float d = reinterpret_cast<const PackedActBlock*>(x)->d;
+    __m512 dw[kActGroupBlocks];
+    #pragma GCC unroll 8
+    for (int j = 0; j < kActGroupBlocks; ++j)
+      if (j < n) dw[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + W::kBlockBytes * j)));
+    __m512 part = _mm512_setzero_ps();
+    #pragma GCC unroll 8
+    for (int j = 0; j < kActGroupBlocks; ++j)
+      if (j < n) {
+        const uint8_t* bj = blk + W::kBlockBytes * j;
+        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(bj) + kPrefetchBytes + off, _MM_HINT_T0);
+        one_block<W>(bj, reinterpret_cast<const PackedActBlock*>(x + j * xs), dw[j], part);
+      }
+    blk += W::kBlockBytes * n;
+    x += xs * static_cast<size_t>(n);
+    total = _mm512_fmadd_ps(part, _mm512_set1_ps(d), total);
+  }
+  _mm512_storeu_ps(y, total);
+}
+
 // Q4_K: per super-block, the 16 rows' d and dmin; per pair of sub-blocks,
 // 8 loads of nibbles whose low halves feed sub-block 2c's sums and high
 // halves sub-block 2c + 1's; per sub-block part = fma(isum, d * sc, part).
@@ -468,6 +516,53 @@ void float_micro(int64_t k, const uint8_t* w, const uint8_t* xb, size_t xs, floa
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_add_ps(even[t], odd[t]));
 }
 
+// float_micro at one token over two groups (32 rows) at once: four fma
+// chains where one group has two, so a one-token pass is not held to the
+// fma latency (each row's sums in float_micro's order: the same bits).
+template <class W>
+void float_two(int64_t k, const uint8_t* w, const uint8_t* w2, const uint8_t* xb, float* y) {
+  const auto* x = reinterpret_cast<const float*>(xb);
+  __m512 e0 = _mm512_setzero_ps(), o0 = e0, e1 = e0, o1 = e0;
+  int64_t i = 0;
+  for (; i + 1 < k; i += 2, w += 32 * W::kElemBytes, w2 += 32 * W::kElemBytes) {
+    for (int64_t off = 0; off < 32 * W::kElemBytes; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(w) + kPrefetchBytes + off, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w2) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    const __m512 xe = _mm512_set1_ps(x[i]), xo = _mm512_set1_ps(x[i + 1]);
+    e0 = _mm512_fmadd_ps(W::load(w), xe, e0);
+    o0 = _mm512_fmadd_ps(W::load(w + 16 * W::kElemBytes), xo, o0);
+    e1 = _mm512_fmadd_ps(W::load(w2), xe, e1);
+    o1 = _mm512_fmadd_ps(W::load(w2 + 16 * W::kElemBytes), xo, o1);
+  }
+  if (i < k) {
+    const __m512 xe = _mm512_set1_ps(x[i]);
+    e0 = _mm512_fmadd_ps(W::load(w), xe, e0);
+    e1 = _mm512_fmadd_ps(W::load(w2), xe, e1);
+  }
+  _mm512_storeu_ps(y, _mm512_add_ps(e0, o0));
+  _mm512_storeu_ps(y + 16, _mm512_add_ps(e1, o1));
+}
+
+// One token: the kernels above that stream at the rate decode needs.
+// Returns false where the type has none (micro at T = 1 serves).
+template <class W>
+bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes, const uint8_t* x, size_t xs,
+              float* y) {
+  if constexpr (requires { W::kElemBytes; }) {
+    int64_t g = 0;
+    for (; g + 2 <= n_groups; g += 2)
+      float_two<W>(k, w + g * group_bytes, w + (g + 1) * group_bytes, x, y + g * kPackRows);
+    if (g < n_groups) float_micro<W, 1, true>(k, w + g * group_bytes, x, xs, y + g * kPackRows, 0);
+    return true;
+  } else if constexpr (requires { requires !W::kAffine; }) {
+    // (Q5_1, whose blocks add a row of mins, keeps micro.)
+    for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
+    return true;
+  }
+  return false;
+}
+
 using MicroFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
 
 template <class W, bool kPrefetch, int... T>
@@ -500,6 +595,7 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   static constexpr auto streaming = micro_fns<W, true>(std::make_integer_sequence<int, kMaxToks>());
   static constexpr auto tiled = micro_fns<W, false>(std::make_integer_sequence<int, kMaxToks>());
   const int64_t group_bytes = W::group_bytes(k);
+  if (n_tok == 1 && gemm_one<W>(k, w, n_groups, group_bytes, x, xs, y)) return;
   if (n_tok <= kMaxToks) {  // decode and small batches: one pass over the weights
     for (int64_t g = 0; g < n_groups; ++g)
       streaming[n_tok - 1](k, w + g * group_bytes, x, xs, y + g * kPackRows, ys);
