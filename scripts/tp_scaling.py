@@ -135,16 +135,18 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for phase, ar in (("decode", ar_decode), ("prefill", ar_prefill_per_token)):
         l1, rest1 = split(phase, "1 thread")
-        l2, _ = split(phase, "2 threads")
+        l2, rest2 = split(phase, "2 threads")
         # Each rank does half a layer on its own core, but the two share the
         # memory bus: a layer takes the longer of half the one-thread time
-        # and the two-thread time (the bus full).
+        # and the two-thread time (the bus full). The rest is almost all the
+        # output head, split by vocabulary rows: the same.
         layer = max(l1 / 2, l2)
-        predicted = 1 / (L * (layer + 2 * ar) + rest1)
+        predicted = 1 / (L * (layer + 2 * ar) + max(rest1 / 2, rest2))
         measured = mean("-np 2 x 1 thread", phase)
         one = mean("1 process x 2 threads", phase)
         ratios = [x[phase] / y[phase] for x, y in zip(runs["-np 2 x 1 thread"], runs["1 process x 2 threads"])]
         result[phase] = {"layer_1t_ms": l1 * 1e3, "layer_2t_ms": l2 * 1e3, "rest_1t_ms": rest1 * 1e3,
+                         "rest_2t_ms": rest2 * 1e3,
                          "allreduce_ms": ar * 1e3, "predicted_tok_s": predicted, "measured_tok_s": measured,
                          "one_process_tok_s": one, "ratio_per_round": ratios}
         print(f"| {phase} | {l1 * 1e3:.3f} ms | {l2 * 1e3:.3f} ms | {rest1 * 1e3:.2f} ms | 2 x {ar * 1e3:.3f} ms | "
@@ -155,7 +157,9 @@ def main() -> int:
     # the node's read ceiling times the fraction of it duet reaches, prefill
     # computes at the int8 ceiling times its fraction (both fractions
     # measured here against probes run beside each repetition, so that load
-    # on this machine cancels out); the output head stays on rank 0.
+    # on this machine cancels out); the output head is split by vocabulary
+    # rows too, and its logits gathered onto rank 0 (once per decode step,
+    # once per prefill chunk).
     roof = bench([a.duet, "bench", "-m", a.model, "-t", "2", "--roofline", "--probe-mib", "256"], a.prompt, a.gen,
                  a.reps, "percent_of_ceiling")
     latency = statistics.median(ar["latency_us"] for ar in allreduces) * 1e-6
@@ -177,10 +181,11 @@ def main() -> int:
             for link, bw in LINKS.items():
                 if n == 1 and link != "25 GbE":
                     continue
-                d_comm = BIG["layers"] * 2 * ring_or_doubling(n, BIG["dim"] * 4, tcp_latency, bw)
-                d_comp = BIG["layers"] * weights / n / bw_eff + head / bw_eff
-                p_comm = BIG["layers"] * 2 * ring_or_doubling(n, chunk * BIG["dim"] * 4, tcp_latency, bw) / chunk
-                p_comp = BIG["layers"] * 2 * layer_params(BIG) / n / op_eff + 2 * head / chunk / op_eff
+                gather = tcp_latency + (n - 1) / n * BIG["vocab"] * 4 / bw if n > 1 else 0.0
+                d_comm = BIG["layers"] * 2 * ring_or_doubling(n, BIG["dim"] * 4, tcp_latency, bw) + gather
+                d_comp = (BIG["layers"] * weights + head) / n / bw_eff
+                p_comm = (BIG["layers"] * 2 * ring_or_doubling(n, chunk * BIG["dim"] * 4, tcp_latency, bw) + gather) / chunk
+                p_comp = BIG["layers"] * 2 * layer_params(BIG) / n / op_eff + 2 * head / n / chunk / op_eff
                 row = {"node": node, "n": n, "link": link if n > 1 else "-", "decode_tok_s": 1 / (d_comp + d_comm),
                        "decode_comm": d_comm / (d_comp + d_comm), "prefill_tok_s": 1 / (p_comp + p_comm),
                        "prefill_comm": p_comm / (p_comp + p_comm)}

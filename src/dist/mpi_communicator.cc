@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,8 +24,8 @@ class MpiCommunicator final : public Communicator {
   // allreduce includes waiting for the slowest rank to arrive.
   ~MpiCommunicator() override {
     if (stats_)
-      std::fprintf(stderr, "duet: rank %d: %ld allreduces %.1f ms, %ld broadcasts %.1f ms\n", rank_, allreduces_,
-                   allreduce_s_ * 1e3, broadcasts_, broadcast_s_ * 1e3);
+      std::fprintf(stderr, "duet: rank %d: %ld allreduces %.1f ms, %ld broadcasts %.1f ms, %ld gathers %.1f ms\n",
+                   rank_, allreduces_, allreduce_s_ * 1e3, broadcasts_, broadcast_s_ * 1e3, gathers_, gather_s_ * 1e3);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -37,6 +38,27 @@ class MpiCommunicator final : public Communicator {
       MPI_Iallreduce(MPI_IN_PLACE, x + done, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
       wait(req, kAllreduceSpin);
       done += static_cast<size_t>(count);
+    }
+  }
+
+  // Point to point, in chunks of at most INT_MAX floats: a perplexity
+  // window's logits of a large vocabulary can pass MPI_Gatherv's int
+  // counts and displacements.
+  void gather(const float* part, float* all, std::span<const size_t> counts) override {
+    const Timer t(stats_, gather_s_, gathers_);
+    if (rank_ != 0) {
+      chunked(counts[static_cast<size_t>(rank_)], [&](size_t at, int n, MPI_Request* req) {
+        MPI_Isend(part + at, n, MPI_FLOAT, 0, kGatherTag, MPI_COMM_WORLD, req);
+      });
+      return;
+    }
+    std::copy_n(part, counts[0], all);
+    float* to = all + counts[0];
+    for (int r = 1; r < size_; ++r) {
+      chunked(counts[static_cast<size_t>(r)], [&](size_t at, int n, MPI_Request* req) {
+        MPI_Irecv(to + at, n, MPI_FLOAT, r, kGatherTag, MPI_COMM_WORLD, req);
+      });
+      to += counts[static_cast<size_t>(r)];
     }
   }
 
@@ -61,6 +83,19 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  static constexpr int kGatherTag = 1;
+  // n floats in chunks MPI's int counts can name: post(at, count, &req)
+  // starts each, which is then waited for.
+  template <class Post>
+  static void chunked(size_t n, Post post) {
+    for (size_t done = 0; done < n;) {
+      const int count = chunk(n - done);
+      MPI_Request req;
+      post(done, count, &req);
+      wait(req, kAllreduceSpin);
+      done += static_cast<size_t>(count);
+    }
+  }
   static int chunk(size_t left) {
     return static_cast<int>(std::min<size_t>(left, static_cast<size_t>(std::numeric_limits<int>::max())));
   }
@@ -102,8 +137,8 @@ class MpiCommunicator final : public Communicator {
 
   int rank_ = 0, size_ = 1;
   bool stats_ = false;
-  double allreduce_s_ = 0, broadcast_s_ = 0;
-  long allreduces_ = 0, broadcasts_ = 0;
+  double allreduce_s_ = 0, broadcast_s_ = 0, gather_s_ = 0;
+  long allreduces_ = 0, broadcasts_ = 0, gathers_ = 0;
 };
 
 void finalize() {

@@ -57,6 +57,9 @@ struct Workspace {
   ExpertRoutes routes;
   std::vector<uint8_t> scratch;  // activations converted to a weight's vec_dot_type
   std::vector<uint8_t> embd_row;  // a row of a packed (tied) embedding in file layout
+  // Tensor parallelism: this rank's logits [m][its head rows], and on rank 0
+  // every rank's, one rank after another.
+  std::vector<float> head_part, head_all;
   std::vector<int32_t> attn_begin, attn_end;  // per row: the keys it attends
   std::vector<int32_t> attn_begin_local;      // the same under the sliding window
   std::vector<int32_t> attn_tiles;             // first row of each attention tile, then n
@@ -78,7 +81,8 @@ class DecoderModel final : public Model {
   Status pack_matrices();
   size_t weight_bytes_per_pass() const override;
   double layer_flops_per_token() const override;
-  double head_flops() const override { return 2.0 * config_.dim * config_.n_vocab; }
+  // This rank's rows of the head (all of them in one process).
+  double head_flops() const override { return 2.0 * config_.dim * static_cast<double>(output_->rows()); }
   Status forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) override;
   Status hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) override;
   void shift_keys(KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
@@ -89,6 +93,7 @@ class DecoderModel final : public Model {
   Status check_layers() const;
   Status shard_layers();
   Status shard_experts(LayerWeights& w);
+  void shard_head();
   void absorb_mla();
   // Under tensor parallelism, proj [n][dim] holds this rank's partial sum
   // of an output projection: the sum over ranks is the whole product.
@@ -100,8 +105,11 @@ class DecoderModel final : public Model {
   }
   Status check_batch(const Batch& batch, const KvCache& cache) const;
   // Every layer over the batch, then the output norm of the rows that want
-  // logits into ws_.xn; returns how many rows that is.
-  Result<int32_t> run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool);
+  // logits into ws_.xn; returns how many rows that is. `to_head`: the pass
+  // goes on to the vocabulary head (what rank 0 tells the other ranks).
+  Result<int32_t> run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool, bool to_head);
+  void head(int32_t m, float* logits, ThreadPool& pool);
+  void gather_logits(int32_t m, float* logits);
   void ensure_workspace(int32_t n);
   void embed(const Batch& batch);
   void plan_attention(const Batch& batch);
@@ -136,6 +144,7 @@ class DecoderModel final : public Model {
   const TensorView* embd_ = nullptr;         // [n_vocab rows][dim]
   const TensorView* output_norm_ = nullptr;  // [dim] f32
   const TensorView* output_ = nullptr;       // [n_vocab rows][dim]; the embedding when tied
+  std::vector<RowRange> head_rows_;          // each rank's rows of output_ (tensor parallelism)
   std::vector<LayerWeights> layers_;
   std::vector<float> inv_freq_;              // [rope_dim/2]
   std::vector<float> inv_freq_local_;        // the sliding layers' (rope_base_local), or empty
@@ -250,7 +259,10 @@ Status DecoderModel::bind(LayerBinder bind_layer) {
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
   config_.qkv_bias = layers_[0].bq != nullptr;
-  if (comm_) DUET_TRY(shard_layers());
+  if (comm_) {
+    DUET_TRY(shard_layers());
+    shard_head();
+  }
   if (c.mla()) absorb_mla();
   DUET_TRY(pack_matrices());
   return bind_rope();
@@ -348,6 +360,17 @@ Status DecoderModel::shard_layers() {
   return {};
 }
 
+// This rank's rows of the vocabulary head: its logits go to rank 0, which
+// gathers every rank's. A tied embedding stays the file's whole matrix for
+// lookups (embed() converts a token's row in place), and only the head's
+// rows are packed.
+void DecoderModel::shard_head() {
+  for (int r = 0; r < comm_->size(); ++r) head_rows_.push_back(head_rows(config_.n_vocab, r, comm_->size()));
+  const RowRange mine = head_rows_[static_cast<size_t>(comm_->rank())];
+  WeightBinder binder(file_, slices_);
+  output_ = binder.rows(*output_, mine.first, mine.count);
+}
+
 // Each expert is split as a dense FFN is: this rank's rows of its gate and
 // up, the matching columns of its down. The router stays whole, so every
 // rank routes every token alike and reads 1/N of each active expert; the
@@ -373,7 +396,8 @@ Status DecoderModel::shard_experts(LayerWeights& w) {
 
 // After bind: every matrix the int8 kernels can take packed is swapped for
 // its packed copy. A tied head's packed copy serves the embedding too
-// (embed() unpacks its rows), so the matrix is held once. The mapped pages
+// (embed() unpacks its rows), so the matrix is held once (a rank of a
+// tensor-parallel run holds only its rows of the head: shard_head). The mapped pages
 // of what was copied go back to the kernel a layer at a time, so the process
 // holds the weights once (plus a layer while loading), not twice.
 Status DecoderModel::pack_matrices() {
@@ -1035,11 +1059,11 @@ void DecoderModel::shared_expert(const LayerWeights& w, int32_t n, ThreadPool& p
   });
 }
 
-Result<int32_t> DecoderModel::run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool) {
+Result<int32_t> DecoderModel::run_layers(const Batch& batch, KvCache& cache, ThreadPool& pool, bool to_head) {
   DUET_TRY(check_batch(batch, cache));
   const int32_t n = batch.size();
   if (n == 0) return 0;
-  if (comm_ && comm_->leads()) lead_forward(*comm_, batch, cache);
+  if (comm_ && comm_->leads()) lead_forward(*comm_, batch, cache, to_head);
   for (const BlockCopy& c : batch.copies) cache.copy_block(c);
   ensure_workspace(n);
   embed(batch);
@@ -1061,19 +1085,50 @@ Result<int32_t> DecoderModel::run_layers(const Batch& batch, KvCache& cache, Thr
 }
 
 Status DecoderModel::forward(const Batch& batch, KvCache& cache, ThreadPool& pool, float* logits) {
-  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool));
-  if (!logits) return {};
-  if (m > 0) mm(*output_, ws_.xn.data(), m, logits, pool);
-  if (const float cap = config_.final_softcap; cap > 0.0f && m > 0)
-    for_rows(pool, m, static_cast<size_t>(config_.n_vocab), [&](int32_t i) {
-      float* row = logits + static_cast<size_t>(i) * config_.n_vocab;
-      for (int32_t j = 0; j < config_.n_vocab; ++j) row[j] = cap * std::tanh(row[j] / cap);
-    });
+  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool, logits != nullptr));
+  if (!logits || m == 0) return {};
+  if (!comm_) {
+    head(m, logits, pool);
+    return {};
+  }
+  ws_.head_part.resize(static_cast<size_t>(m) * static_cast<size_t>(output_->rows()));
+  head(m, ws_.head_part.data(), pool);
+  gather_logits(m, logits);
   return {};
 }
 
+// The logits of output_'s rows (this rank's, under tensor parallelism) for
+// the m rows of ws_.xn, [m][output_ rows], through Gemma's final soft-cap.
+void DecoderModel::head(int32_t m, float* logits, ThreadPool& pool) {
+  const int64_t rows = output_->rows();
+  if (rows == 0) return;  // a vocabulary smaller than 16 rows per rank leaves some ranks none
+  mm(*output_, ws_.xn.data(), m, logits, pool);
+  if (const float cap = config_.final_softcap; cap > 0.0f)
+    for_rows(pool, m, static_cast<size_t>(rows), [&](int32_t i) {
+      float* row = logits + static_cast<size_t>(i) * static_cast<size_t>(rows);
+      for (int64_t j = 0; j < rows; ++j) row[j] = cap * std::tanh(row[j] / cap);
+    });
+}
+
+// Every rank's ws_.head_part into rank 0's logits [m][n_vocab]; the other
+// ranks only send theirs.
+void DecoderModel::gather_logits(int32_t m, float* logits) {
+  std::vector<size_t> counts;
+  for (const RowRange& r : head_rows_) counts.push_back(static_cast<size_t>(m) * static_cast<size_t>(r.count));
+  if (!comm_->leads()) return comm_->gather(ws_.head_part.data(), nullptr, counts);
+  // One row: the ranks' parts side by side are the row.
+  if (m == 1) return comm_->gather(ws_.head_part.data(), logits, counts);
+  const size_t vocab = static_cast<size_t>(config_.n_vocab);
+  ws_.head_all.resize(static_cast<size_t>(m) * vocab);
+  comm_->gather(ws_.head_part.data(), ws_.head_all.data(), counts);
+  const float* from = ws_.head_all.data();
+  for (const RowRange& r : head_rows_)
+    for (size_t i = 0; i < static_cast<size_t>(m); ++i, from += r.count)
+      std::copy_n(from, r.count, logits + i * vocab + static_cast<size_t>(r.first));
+}
+
 Status DecoderModel::hidden_states(const Batch& batch, KvCache& cache, ThreadPool& pool, float* hidden) {
-  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool));
+  DUET_ASSIGN(const int32_t m, run_layers(batch, cache, pool, false));
   std::copy_n(ws_.xn.data(), static_cast<size_t>(m) * static_cast<size_t>(config_.dim), hidden);
   return {};
 }

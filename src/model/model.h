@@ -27,7 +27,8 @@ class Model {
   // rank's tensor-parallel shard (model/tensor_shard.h): config() and
   // kv_shape() then count this rank's heads and FFN width, forward() on
   // rank 0 announces each pass to the others (model/tp_step.h), and on the
-  // others takes logits == nullptr.
+  // others never writes logits: there a non-null pointer only asks for that
+  // rank's rows of the vocabulary head, which rank 0 gathers.
   static Result<std::unique_ptr<Model>> load(const std::string& path, LoadMode mode = LoadMode::kMap,
                                              Communicator* comm = nullptr);
   virtual ~Model() = default;

@@ -2,9 +2,16 @@
 
 #include <cstring>
 
+#include "kernels/packed_gemm.h"
 #include "kernels/type_kernels.h"
 
 namespace duet {
+
+RowRange head_rows(int64_t n_vocab, int rank, int ranks) {
+  const int64_t per_rank = n_vocab / ranks / kPackRows * kPackRows;
+  const int64_t first = rank * per_rank;
+  return {first, rank == ranks - 1 ? n_vocab - first : per_rank};
+}
 
 Status check_shardable(const ModelConfig& c, int ranks) {
   if (ranks <= 1) return {};

@@ -6,6 +6,8 @@
 // (each rank computes its heads' and columns' outputs); the attention output
 // and FFN down projections are split by input columns, so each rank's
 // product is a partial sum of the full one, and an allreduce joins them.
+// The vocabulary head is split by rows (rank r's logits are a range of the
+// vocabulary), which rank 0 gathers.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,17 @@
 #include "formats/model_config.h"
 
 namespace duet {
+
+// Rows [first, first + count) of a matrix.
+struct RowRange {
+  int64_t first = 0, count = 0;
+};
+
+// The rows of the vocabulary head that rank `rank` of `ranks` computes:
+// whole 16-row groups of the packed layout (kernels/packed_gemm.h), the
+// same count on every rank but the last, which takes the rest (a
+// vocabulary need not be a multiple of anything).
+RowRange head_rows(int64_t n_vocab, int rank, int ranks);
 
 // Why `c` cannot be split over `ranks` ranks (heads, KV heads, FFN or expert
 // widths not divisible), or nothing.

@@ -18,11 +18,12 @@ struct Header {
   int64_t n_blocks = 0;  // rank 0's cache
   int64_t kv_type = 0;
   int64_t n_groups = 0;  // of layers, in rank 0's cache (kv/kv_groups.h)
+  int64_t head = 0;      // a forward pass: 1 when it ends in the vocabulary head
 };
 
-void send(Communicator& comm, Op op, const KvCache* cache, std::vector<int32_t>& payload) {
+void send(Communicator& comm, Op op, const KvCache* cache, std::vector<int32_t>& payload, bool head = false) {
   Header h{op, static_cast<int64_t>(payload.size()), cache ? cache->pool().n_blocks() : 0,
-           cache ? static_cast<int64_t>(cache->type()) : 0, cache ? cache->groups().n_groups() : 0};
+           cache ? static_cast<int64_t>(cache->type()) : 0, cache ? cache->groups().n_groups() : 0, head ? 1 : 0};
   comm.broadcast(&h, sizeof h);
   if (!payload.empty()) comm.broadcast(payload.data(), payload.size() * sizeof(int32_t));
 }
@@ -73,14 +74,14 @@ Batch decode_batch(const std::vector<int32_t>& p, std::vector<BlockTable>& table
 
 }  // namespace
 
-void lead_forward(Communicator& comm, const Batch& batch, const KvCache& cache) {
+void lead_forward(Communicator& comm, const Batch& batch, const KvCache& cache, bool head) {
   std::vector<int32_t> p{batch.size(), static_cast<int32_t>(batch.tables.size())};
   for (const std::vector<int32_t>* v : {&batch.tokens, &batch.positions, &batch.seq}) p.insert(p.end(), v->begin(), v->end());
   p.insert(p.end(), batch.want_logits.begin(), batch.want_logits.end());
   for (const BlockTable* t : batch.tables) put_table(p, *t);
   p.push_back(static_cast<int32_t>(batch.copies.size()));
   for (const BlockCopy& c : batch.copies) p.insert(p.end(), {c.src, c.dst});
-  send(comm, kForward, &cache, p);
+  send(comm, kForward, &cache, p, head);
 }
 
 void lead_shift_keys(Communicator& comm, const KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
@@ -99,6 +100,9 @@ Status follow_leader(Model& model, Communicator& comm, ThreadPool& pool) {
   std::unique_ptr<KvCache> cache;
   std::vector<BlockTable> tables;
   std::vector<int32_t> p;
+  // A follower's logits are never written (Model::forward): non-null asks
+  // for this rank's rows of the head, which go to rank 0.
+  float no_logits = 0.0f;
   for (;;) {
     Header h;
     comm.broadcast(&h, sizeof h);
@@ -113,7 +117,7 @@ Status follow_leader(Model& model, Communicator& comm, ThreadPool& pool) {
     }
     if (h.op == kForward) {
       const Batch batch = decode_batch(p, tables);
-      DUET_TRY(model.forward(batch, *cache, pool, nullptr));
+      DUET_TRY(model.forward(batch, *cache, pool, h.head ? &no_logits : nullptr));
     } else if (h.op == kShiftKeys) {
       size_t at = 3;
       const BlockTable table = take_table(p, at);

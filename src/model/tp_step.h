@@ -4,7 +4,9 @@
 // and its inputs, and every other rank repeats it on its own shard and its
 // own cache of its heads. The cache's block ids are rank 0's: each
 // follower's cache has rank 0's block count and type, so a block table
-// means the same slots everywhere.
+// means the same slots everywhere. A forward pass that computes logits
+// says so: each rank then computes its rows of the vocabulary head, and
+// rank 0 gathers them.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,9 @@ namespace duet {
 
 class Model;
 
-// Rank 0: announces a forward pass of `batch` over `cache`.
-void lead_forward(Communicator& comm, const Batch& batch, const KvCache& cache);
+// Rank 0: announces a forward pass of `batch` over `cache`, and whether it
+// ends in the vocabulary head (`head`: logits wanted, not hidden states).
+void lead_forward(Communicator& comm, const Batch& batch, const KvCache& cache, bool head);
 // Rank 0: announces Model::shift_keys over `cache`.
 void lead_shift_keys(Communicator& comm, const KvCache& cache, const BlockTable& table, int32_t begin, int32_t end,
                      int32_t delta);

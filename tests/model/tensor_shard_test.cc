@@ -139,5 +139,28 @@ TEST(TensorShard, ExpertColumnsMustBeWholeBlocks) {
   EXPECT_TRUE(s.notes().empty());
 }
 
+// The vocabulary head's rows: every rank but the last a whole number of
+// 16-row groups (packable), the ranks' ranges covering the vocabulary
+// once, in order, however it divides.
+TEST(TensorShard, HeadRowsAreWholeGroupsAndCoverTheVocabulary) {
+  for (int64_t vocab : {32000, 151936, 496, 509, 20, 1})
+    for (int ranks : {1, 2, 3, 4, 8}) {
+      int64_t next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const RowRange rows = head_rows(vocab, r, ranks);
+        EXPECT_EQ(rows.first, next) << vocab << " over " << ranks << ", rank " << r;
+        EXPECT_GE(rows.count, 0);
+        if (r < ranks - 1) EXPECT_EQ(rows.count % 16, 0) << vocab << " over " << ranks << ", rank " << r;
+        next += rows.count;
+      }
+      EXPECT_EQ(next, vocab) << vocab << " over " << ranks;
+    }
+  EXPECT_EQ(head_rows(32000, 1, 2).first, 16000);
+  EXPECT_EQ(head_rows(32000, 1, 2).count, 16000);
+  EXPECT_EQ(head_rows(509, 0, 2).count, 240);  // 254 rounded down to whole groups
+  EXPECT_EQ(head_rows(509, 1, 2).count, 269);
+  EXPECT_EQ(head_rows(20, 0, 2).count, 0);  // fewer rows than a group per rank: the last rank has them all
+}
+
 }  // namespace
 }  // namespace duet

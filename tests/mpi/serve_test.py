@@ -1,6 +1,7 @@
 """`duet serve` under `mpirun -np 2` answers as one process does: the same
-greedy completions for concurrent requests (streamed and not), a stream
-the client abandons midway, then a clean stop when rank 0 gets SIGTERM.
+greedy completions for concurrent requests (streamed and not), the same
+embedding (a pass without the vocabulary head), a stream the client
+abandons midway, then a clean stop when rank 0 gets SIGTERM.
 Of a mixture of experts, /metrics' routing statistics (rank 0's) are one
 process's too.
 Usage: serve_test.py DUET MODEL"""
@@ -44,6 +45,16 @@ def complete(port: int, prompt: str, stream: bool) -> str:
         return text
 
 
+def embed(port: int) -> list[float]:
+    """/v1/embeddings of one text: a pass without the vocabulary head, which
+    the other ranks must skip too (they would wait to send their logits)."""
+    body = json.dumps({"input": "Once upon a time there was a cat"}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", body,
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)["data"][0]["embedding"]
+
+
 def expert_loads(port: int) -> list[str]:
     """/metrics' expert-load lines (none for a dense model)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
@@ -80,6 +91,7 @@ def main() -> int:
     one, port = start([DUET, *serve])
     expected = answers(port)
     expected_loads = expert_loads(port)
+    expected_embedding = embed(port)
     one.send_signal(signal.SIGTERM)
     one.wait(timeout=30)
 
@@ -87,6 +99,7 @@ def main() -> int:
     try:
         got = answers(port)
         loads = expert_loads(port)
+        embedding = embed(port)
         abandon_stream(port)
         after = complete(port, PROMPTS[0], stream=False)  # still answering after the hang-up
     finally:
@@ -96,7 +109,7 @@ def main() -> int:
     stop_s = time.time() - start_stop
     for p, a, b in zip(PROMPTS, expected, got):
         print(f"{p!r}: one {a!r}\n{' ' * len(repr(p))}  two {b!r}")
-    print(f"after an abandoned stream: {after!r}; stopped in {stop_s:.1f} s with status {rc}")
+    print(f"after an embedding and an abandoned stream: {after!r}; stopped in {stop_s:.1f} s with status {rc}")
     if got != expected or not all(expected):
         print("FAIL: two ranks answered differently")
         return 1
@@ -105,6 +118,12 @@ def main() -> int:
         print("FAIL: the routing statistics differ:")
         for a, b in zip(expected_loads, loads):
             print(f"  one {a}\n  two {b}")
+        return 1
+    # F32 sums in another order across the ranks: within 1e-4 of the largest.
+    worst = max(abs(a - b) for a, b in zip(expected_embedding, embedding))
+    print(f"embedding: {len(embedding)} values, max |diff| {worst:.2g}")
+    if len(embedding) != len(expected_embedding) or worst > 1e-4 * max(map(abs, expected_embedding)):
+        print("FAIL: the embeddings differ")
         return 1
     if after != expected[0]:
         print("FAIL: the answer after an abandoned stream differs")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tensor parallelism under `mpirun -np 2` against one process (docs/scaling.md).
 # Usage: tp_test.sh DUET SOURCE_DIR SHARED_DIR CASE [ARGS...]
-#   logits ARCH TYPE BTL  logits of a random-weight model equal one process's
+#   logits ARCH TYPE BTL [VOCAB [untied]]
+#                          logits of a random-weight model (vocabulary 512, tied
+#                          head, unless given) equal one process's
 #   greedy MODEL           64 greedy tokens (window key shifts; speculative) identical
 #   greedy-mixed           64 greedy tokens of a Gemma 2 whose sliding layers free their blocks identical
 #   moe LIKE TYPE BTL      a mixture of experts (mixtral, qwen3moe, deepseek2): logits, then 64 greedy tokens
@@ -23,15 +25,20 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # A random-weight model whose per-rank column ranges (256 of q_dim, 512 of
 # the FFN) are whole activation groups, so quantized products match too.
-synth() {  # ARCH OUT
-  local preset=()
+# The vocabulary head is split by rows: of 496 rows rank 0 gets 240 and
+# rank 1 256 (whole 16-row groups, the last rank the rest); of 509, rank 1
+# gets 269, which the packed kernels cannot take, so that rank's part stays
+# in the file's layout.
+synth() {  # ARCH OUT [VOCAB [untied]]
+  local preset=() tied=(--tied)
   case $1 in
     gemma2) preset=(--like gemma2-2b --ctx 4096) ;;
     gemma3) preset=(--like gemma3-1b --ctx 4096) ;;
     *) preset=(--arch "$1" --ctx 256) ;;
   esac
-  "$DUET" synth "${preset[@]}" --tied --dim 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 1024 --layers 2 \
-    --vocab-size 512 --seed 7 -o "$2" >/dev/null 2>&1 || fail "synth $1"
+  [ "${4:-}" = untied ] && tied=()
+  "$DUET" synth "${preset[@]}" "${tied[@]}" --dim 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 1024 --layers 2 \
+    --vocab-size "${3:-512}" --seed 7 -o "$2" >/dev/null 2>&1 || fail "synth $1"
 }
 
 # A scaled-down Mixtral, Qwen3-MoE or DeepSeek-V2 with stories260K's
@@ -117,7 +124,7 @@ refused_by_rank0() {  # MODEL PATTERN
 case $CASE in
   logits)
     arch=$1 type=$2 btl=$3
-    synth "$arch" "$TMP/f32.gguf"
+    synth "$arch" "$TMP/f32.gguf" "${4:-512}" "${5:-}"
     model=$(of_type "$type") || fail "quantize $type"
     same_logits "$model" "$btl" 1e-5
     ;;
