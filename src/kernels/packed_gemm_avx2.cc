@@ -322,9 +322,16 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
 // Float weights (F32, F16, BF16): per element k the group's 16 rows side by
 // side, a ymm holding one 8-row half. As the AVX-512 kernel and the
 // reference, two fma chains per (row, token), even and odd k, then their
-// sum; with 16 ymm registers a half runs against up to kFloatSub tokens (12
-// accumulators, two weight vectors, a broadcast).
+// sum. The two chains never meet until that sum, so prefill runs them one
+// after the other: with one chain's accumulators live, a 16-row x 6-token
+// tile fits the 16 ymm registers (12 accumulators, the two halves' weights,
+// one broadcast), each converted weight serves 6 tokens and each broadcast
+// 16 rows. (Both chains at once, 12 accumulators held 8 rows x 6 tokens:
+// one broadcast per fma.) The chains advance kFloatChunk elements of k at a
+// time, their sums parked on the stack between chunks (exact), so a chunk's
+// weights and activations are read twice from L1, not from L2.
 constexpr int kFloatSub = 6;
+constexpr int64_t kFloatChunk = 256;
 constexpr int64_t kFloatPrefetchBytes = 4096;
 
 template <int64_t kBytes>
@@ -343,29 +350,54 @@ struct BF16Elems {
   }
 };
 
+// One chain (k = i0, i0 + 2, ... < i1) of a group's 16 rows against T
+// tokens, continuing from the sums in `sums` ([half][token] vectors) and
+// leaving them there.
 template <class E, int T>
-void float_half_micro(int64_t k, const uint8_t* w, int h, const float* x, size_t xf, float* y, int64_t ys) {
+[[gnu::always_inline]] inline void float_chain(int64_t i0, int64_t i1, const uint8_t* w, const float* x, size_t xf,
+                                               __m256 (&sums)[2][T]) {
   constexpr int64_t kRow = kPackRows * E::kElemBytes;  // one k's 16 rows
-  w += kHalf * E::kElemBytes * h;
-  __m256 even[T], odd[T];
-  #pragma GCC unroll 6
-  for (int t = 0; t < T; ++t) even[t] = odd[t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 1 < k; i += 2, w += 2 * kRow) {
-    const __m256 w0 = E::load(w), w1 = E::load(w + kRow);
+  constexpr int64_t kHalfBytes = kHalf * E::kElemBytes;
+  __m256 acc[2][T];
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; ++t) acc[h][t] = sums[h][t];
+  w += i0 * kRow;
+  for (int64_t i = i0; i < i1; i += 2, w += 2 * kRow) {
+    const __m256 w0 = E::load(w), w1 = E::load(w + kHalfBytes);
     #pragma GCC unroll 6
     for (int t = 0; t < T; ++t) {
-      even[t] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + t * xf + i), even[t]);
-      odd[t] = _mm256_fmadd_ps(w1, _mm256_broadcast_ss(x + t * xf + i + 1), odd[t]);
+      const __m256 xb = _mm256_broadcast_ss(x + t * xf + i);
+      acc[0][t] = _mm256_fmadd_ps(w0, xb, acc[0][t]);
+      acc[1][t] = _mm256_fmadd_ps(w1, xb, acc[1][t]);
     }
   }
-  if (i < k) {
-    const __m256 w0 = E::load(w);
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
     #pragma GCC unroll 6
-    for (int t = 0; t < T; ++t) even[t] = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(x + t * xf + i), even[t]);
+    for (int t = 0; t < T; ++t) sums[h][t] = acc[h][t];
+}
+
+// A group's 16 rows against T tokens, both chains, chunk by chunk of k.
+template <class E, int T>
+void float_tile(int64_t k, const uint8_t* w, const float* x, size_t xf, float* y, int64_t ys) {
+  __m256 sums[2][2][T];  // [even, odd][half][token]
+  #pragma GCC unroll 2
+  for (int c = 0; c < 2; ++c)
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+      #pragma GCC unroll 6
+      for (int t = 0; t < T; ++t) sums[c][h][t] = _mm256_setzero_ps();
+  for (int64_t i0 = 0; i0 < k; i0 += kFloatChunk) {
+    const int64_t i1 = k - i0 < kFloatChunk ? k : i0 + kFloatChunk;
+    float_chain<E, T>(i0, i1, w, x, xf, sums[0]);
+    float_chain<E, T>(i0 + 1, i1, w, x, xf, sums[1]);
   }
-  #pragma GCC unroll 6
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, _mm256_add_ps(even[t], odd[t]));
+  #pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+    #pragma GCC unroll 6
+    for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, _mm256_add_ps(sums[0][h][t], sums[1][h][t]));
 }
 
 // Decode (one or two tokens): both halves in one pass, so the group streams
@@ -404,20 +436,20 @@ void float_group_micro(int64_t k, const uint8_t* w, const float* x, size_t xf, f
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + t * ys + kHalf * h, _mm256_add_ps(even[h][t], odd[h][t]));
 }
 
-using FloatHalfFn = void (*)(int64_t, const uint8_t*, int, const float*, size_t, float*, int64_t);
+using FloatTileFn = void (*)(int64_t, const uint8_t*, const float*, size_t, float*, int64_t);
 
 template <class E, int... T>
-constexpr std::array<FloatHalfFn, kFloatSub> float_half_fns(std::integer_sequence<int, T...>) {
-  return {&float_half_micro<E, T + 1>...};
+constexpr std::array<FloatTileFn, kFloatSub> float_tile_fns(std::integer_sequence<int, T...>) {
+  return {&float_tile<E, T + 1>...};
 }
 
 // As gemm() for the int8 types: tokens in blocks whose activations stay in
-// L2, each group's halves against kFloatSub tokens at a time. x holds each
+// L2, each group against kFloatSub tokens at a time. x holds each
 // token's k floats, xs bytes apart.
 template <class E>
 void float_gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb, size_t xs, int64_t n_tok,
                 float* y, int64_t ys) {
-  static constexpr auto fns = float_half_fns<E>(std::make_integer_sequence<int, kFloatSub>());
+  static constexpr auto fns = float_tile_fns<E>(std::make_integer_sequence<int, kFloatSub>());
   const auto* x = reinterpret_cast<const float*>(xb);
   const size_t xf = xs / sizeof(float);
   const int64_t group_bytes = k * kPackRows * E::kElemBytes;
@@ -432,11 +464,10 @@ void float_gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb
   for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
     const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
     for (int64_t g = 0; g < n_groups; ++g)
-      for (int h = 0; h < 2; ++h)
-        for (int64_t t = t0; t < t_end; t += kFloatSub) {
-          const int64_t nt = t_end - t < kFloatSub ? t_end - t : kFloatSub;
-          fns[nt - 1](k, w + g * group_bytes, h, x + t * xf, xf, y + t * ys + g * kPackRows, ys);
-        }
+      for (int64_t t = t0; t < t_end; t += kFloatSub) {
+        const int64_t nt = t_end - t < kFloatSub ? t_end - t : kFloatSub;
+        fns[nt - 1](k, w + g * group_bytes, x + t * xf, xf, y + t * ys + g * kPackRows, ys);
+      }
   }
 }
 

@@ -225,6 +225,33 @@ TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   }
 }
 
+// The AVX2 float kernels: decode's one-pass kernel (1-2 tokens), then
+// 16-row x 6-token tiles whose even and odd chains run one after the other,
+// kFloatChunk (256) elements of k at a time: lengths odd and even, below,
+// at and across chunk boundaries; every ragged tile width; several token
+// blocks (k = 2049: 30 tokens a block; k = 5633: 6).
+TEST(PackedGemm, Avx2FloatKernelsEqualTheReferenceBitForBit) {
+  if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
+    ASSERT_NE(pk, nullptr) << dtype_name(t);
+    for (int64_t k : {1, 2, 5, 255, 256, 257, 512, 701, 2049, 5633})
+      for (int64_t rows : {16, 48})
+        for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 70}) {
+          if (k == 5633 && (rows > 16 || m < 11)) continue;  // the wide rows once per type
+          const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(5 * k + rows));
+          const auto packed = packed_copy(w.view);
+          const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m + 3), -4.0f, 4.0f);
+          const auto xp = packed_acts(x, k, m, pk->offset);
+          const size_t xs = act_stride(k, m, pk->offset);
+          std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+          packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+          ASSERT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
+        }
+  }
+}
+
 // vpmaddubsw saturates pairs at 32767: the largest weights against +-127
 // activations of the same or the opposite sign must still sum exactly.
 TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
