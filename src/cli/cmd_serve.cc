@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/target_model.h"
+#include "dist/communicator.h"
 #include "cli/engine_options.h"
 #include "cli/malloc_arenas.h"
 #include "cli/phase_ceilings.h"
@@ -120,8 +121,11 @@ int serve(const ServeOptions& o) {
   }
   if (o.probe_mib < 0) return fail(err("--probe-mib must be >= 0"));
   // The port answers from the start: 503 "loading" until the model is ready.
+  // Only rank 0 listens: the other ranks of a tensor-parallel run never
+  // return from loading (load_target_model), and a second bind of a fixed
+  // port would fail.
   server::StartupServer startup(o.http);
-  auto early_port = startup.start(o.host, o.port);
+  auto early_port = world().leads() ? startup.start(o.host, o.port) : Result<int>(0);
   if (!early_port) return fail(early_port.error());
   auto model = load_target_model(o.model, load_mode(o.engine.no_mmap), o.engine.threads);
   if (!model) return fail(model.error());

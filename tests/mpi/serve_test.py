@@ -1,5 +1,6 @@
 """`duet serve` under `mpirun -np 2` answers as one process does: the same
-greedy completions for concurrent requests (streamed and not), the same
+greedy completions for concurrent requests (streamed and not) on a named
+port (the one the single process had), the same
 embedding (a pass without the vocabulary head), a stream the client
 abandons midway, then a clean stop when rank 0 gets SIGTERM.
 Of a mixture of experts, /metrics' routing statistics (rank 0's) are one
@@ -95,7 +96,10 @@ def main() -> int:
     one.send_signal(signal.SIGTERM)
     one.wait(timeout=30)
 
-    two, port = start(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", DUET, *serve])
+    # Two ranks on the port one process was given, named (only rank 0 binds it).
+    fixed = list(serve)
+    fixed[serve.index("--port") + 1] = str(port)
+    two, port = start(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", DUET, *fixed])
     try:
         got = answers(port)
         loads = expert_loads(port)
