@@ -150,13 +150,13 @@ Probe make_probe(ThreadPool& pool) {
   return p;
 }
 
-// GB/s of the faster of the plain and the prefetching read, as duet bench's probe.
+// GB/s of the fastest read loop, as duet bench's probe.
 double read_probe(const Probe& p, ThreadPool& pool) {
   const ProbeKernels& k = *kernels().probes();
   const auto* f = reinterpret_cast<const float*>(p.buffer.data());
   std::atomic<float> sink{0};
   double best = 1e30;
-  for (auto* sum : {k.sum, k.sum_prefetch}) {
+  for (ReadLoop sum : k.reads) {
     const auto t0 = Clock::now();
     pool.run([&](int i, int nt) {
       const size_t b = p.n * i / nt / 64 * 64, e = p.n * (i + 1) / nt / 64 * 64;

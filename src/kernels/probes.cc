@@ -17,6 +17,18 @@ float sum_scalar(const float* x, size_t n) {
   return s;
 }
 
+template <int kStreams>
+float sum_scalar_streams(const float* x, size_t n) {
+  const size_t part = n / kStreams / 64 * 64;
+  float acc[kStreams] = {};
+  for (size_t i = 0; i < part; i += 64)
+    for (int s = 0; s < kStreams; ++s)
+      for (size_t j = 0; j < 64; ++j) acc[s] += x[static_cast<size_t>(s) * part + i + j];
+  float total = sum_scalar<false>(x + kStreams * part, n - kStreams * part);
+  for (float a : acc) total += a;
+  return total;
+}
+
 double fma_scalar(int64_t iters, float* sink) {
   float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   for (int64_t i = 0; i < iters; ++i)
@@ -37,6 +49,7 @@ double int8_scalar(int64_t iters, int32_t* sink) {
 
 }  // namespace
 
-constexpr ProbeKernels kProbesScalar = {sum_scalar<false>, sum_scalar<true>, fma_scalar, int8_scalar};
+constexpr ProbeKernels kProbesScalar = {
+    {sum_scalar<false>, sum_scalar<true>, sum_scalar_streams<2>, sum_scalar_streams<4>}, fma_scalar, int8_scalar};
 
 }  // namespace duet

@@ -4,6 +4,7 @@
 // caller runs it on every thread of a pool and adds the rates.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,13 +14,20 @@ namespace duet {
 // The weight-streaming kernels' prefetch distance (packed_gemm_avx512.cc).
 inline constexpr size_t kProbePrefetchBytes = 4096;
 
+// Sums n floats (n a multiple of 64), reading each once; the result keeps
+// the reads alive.
+using ReadLoop = float (*)(const float* x, size_t n);
+
 struct ProbeKernels {
-  // Sums n floats (n a multiple of 64); the result keeps the reads alive.
-  float (*sum)(const float* x, size_t n);
-  // The same, prefetching kProbePrefetchBytes ahead as the weight-streaming
-  // kernels do: on some machines that streams faster than the hardware
-  // prefetchers alone, and a ceiling that decode beats is no ceiling.
-  float (*sum_prefetch)(const float* x, size_t n);
+  // The ways the read probe streams memory; the fastest is the ceiling, for
+  // a ceiling that decode beats is no ceiling. One sequential stream; the
+  // same prefetching kProbePrefetchBytes ahead, as the weight-streaming
+  // kernels do (on some machines faster than the hardware prefetchers
+  // alone); and the buffer as 2 and as 4 streams read side by side, which
+  // keep more lines in flight: the packed decode kernels read a group's
+  // scale lines ahead of its quants, two places at once, and drew 30-40 %
+  // more from memory than one stream here.
+  std::array<ReadLoop, 4> reads;
   // Runs `iters` rounds of independent FMAs; returns FLOPs done (2 per FMA lane).
   double (*fma_flops)(int64_t iters, float* sink);
   // Runs `iters` rounds of independent u8·s8 dot-accumulates (vpdpbusd where

@@ -1,5 +1,5 @@
-// The roofline probes' read loops: each level's plain and prefetching sums
-// read every element once (the bandwidth they report is bytes / time, so a
+// The roofline probes' read loops: each level's plain, prefetching and
+// side-by-side (2 and 4 streams) sums read every element once (the bandwidth they report is bytes / time, so a
 // loop that skipped lines would overstate the ceiling).
 #include <gtest/gtest.h>
 
@@ -22,10 +22,18 @@ TEST(Probes, EveryReadLoopSumsEveryElement) {
   }
   for (CpuLevel level : testing::runnable_levels()) {
     const ProbeKernels& k = *kernels_at(level).probes();
-    EXPECT_EQ(k.sum(x.data(), x.size()), want) << cpu_level_name(level);
-    EXPECT_EQ(k.sum_prefetch(x.data(), x.size()), want) << cpu_level_name(level);
-    // One iteration: the first 64 hold 0..15 four times.
-    EXPECT_EQ(k.sum_prefetch(x.data(), 64), 4 * 120) << cpu_level_name(level);
+    for (size_t r = 0; r < k.reads.size(); ++r) {
+      EXPECT_EQ(k.reads[r](x.data(), x.size()), want) << cpu_level_name(level) << " read loop " << r;
+      // One iteration: the first 64 hold 0..15 four times (the side-by-side
+      // loops have no whole part per stream: all goes to their tail).
+      EXPECT_EQ(k.reads[r](x.data(), 64), 4 * 120) << cpu_level_name(level) << " read loop " << r;
+      // 298 chunks of 64: 4 streams of 74 and a tail of 2.
+      EXPECT_EQ(k.reads[r](x.data(), 64 * 298), [&] {
+        double s = 0;
+        for (size_t i = 0; i < 64 * 298; ++i) s += x[i];
+        return s;
+      }()) << cpu_level_name(level) << " read loop " << r;
+    }
   }
 }
 
