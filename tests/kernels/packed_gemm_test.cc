@@ -199,6 +199,21 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
   if (!ran) GTEST_SKIP() << "no packed kernels at any level this machine runs";
 }
 
+// One AVX2 kernel against packed_gemm_reference on a random [rows][k]
+// matrix of t and m random tokens: bit for bit.
+void expect_reference_bits(DType t, const PackedKernels& pk, int64_t k, int64_t rows, int64_t m, uint32_t w_seed,
+                           uint32_t x_seed) {
+  const QuantMatrix w = random_matrix(t, k, rows, w_seed);
+  const auto packed = packed_copy(w.view);
+  const auto x = random_floats(static_cast<size_t>(k * m), x_seed, -4.0f, 4.0f);
+  const auto xp = packed_acts(x, k, m, pk.offset);
+  const size_t xs = act_stride(k, m, pk.offset);
+  std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+  packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+  pk.gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+  EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
+}
+
 // The AVX2 level's own kernels (the test above reaches them only through
 // runnable_levels() on a machine whose best level is AVX2 or above): batch
 // sizes of decode, a ragged 4-token sub-tile, one and four 16-row groups'
@@ -212,15 +227,7 @@ TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
       for (int64_t rows : {16, 80})
         for (int64_t m : {1, 3, 16, 64, 509}) {
           if (m == 509 && k > 1280) continue;  // the long batch once per type and width is enough here
-          const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(3 * k + rows));
-          const auto packed = packed_copy(w.view);
-          const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m + 7), -4.0f, 4.0f);
-          const auto xp = packed_acts(x, k, m, pk->offset);
-          const size_t xs = act_stride(k, m, pk->offset);
-          std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
-          packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
-          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
-          ASSERT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
+          expect_reference_bits(t, *pk, k, rows, m, static_cast<uint32_t>(3 * k + rows), static_cast<uint32_t>(m + 7));
         }
   }
 }
@@ -239,15 +246,7 @@ TEST(PackedGemm, Avx2FloatKernelsEqualTheReferenceBitForBit) {
       for (int64_t rows : {16, 48})
         for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 70}) {
           if (k == 5633 && (rows > 16 || m < 11)) continue;  // the wide rows once per type
-          const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(5 * k + rows));
-          const auto packed = packed_copy(w.view);
-          const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m + 3), -4.0f, 4.0f);
-          const auto xp = packed_acts(x, k, m, pk->offset);
-          const size_t xs = act_stride(k, m, pk->offset);
-          std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
-          packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
-          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
-          ASSERT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
+          expect_reference_bits(t, *pk, k, rows, m, static_cast<uint32_t>(5 * k + rows), static_cast<uint32_t>(m + 3));
         }
   }
 }
