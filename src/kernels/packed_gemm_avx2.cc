@@ -31,14 +31,13 @@
 #include "core/quant_blocks.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_lowbit.h"
+#include "kernels/token_blocks.h"
 
 namespace duet {
 namespace {
 
 constexpr int kSub = 4;     // tokens per micro-kernel call
 constexpr int kHalf = 8;    // rows per ymm
-// Activations of a token block stay in L2 while every group passes them.
-constexpr size_t kTokBlockBytes = 256 << 10;
 
 // 4 activation bytes broadcast to every 32-bit lane.
 [[gnu::always_inline]] inline __m256i bcast4(const int8_t* p) {
@@ -308,10 +307,8 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
           int64_t ys) {
   const int64_t group_bytes = W::group_bytes(k);
   constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
-  // Long batches in token blocks whose activations stay in L2 while every
-  // group passes them; a group's weights stay in L1/L2 across its sub-tiles.
-  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / packed_act_row_bytes(k)) / kSub * kSub;
-  const int64_t tok_block = fit > kSub ? fit : kSub;
+  // Each group runs both its halves over a whole block (group_tokens).
+  const int64_t tok_block = tokens_per_block(packed_act_row_bytes(k), kSub);
   for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
     const int64_t nt = n_tok - t0 < tok_block ? n_tok - t0 : tok_block;
     for (int64_t g = 0; g < n_groups; ++g)
@@ -459,16 +456,9 @@ void float_gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb
                                                                         y + g * kPackRows, ys);
     return;
   }
-  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / xs) / kFloatSub * kFloatSub;
-  const int64_t tok_block = fit > kFloatSub ? fit : kFloatSub;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
-    const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
-    for (int64_t g = 0; g < n_groups; ++g)
-      for (int64_t t = t0; t < t_end; t += kFloatSub) {
-        const int64_t nt = t_end - t < kFloatSub ? t_end - t : kFloatSub;
-        fns[nt - 1](k, w + g * group_bytes, x + t * xf, xf, y + t * ys + g * kPackRows, ys);
-      }
-  }
+  for_each_tile(n_tok, n_groups, xs, kFloatSub, [&](int64_t g, int64_t t, int64_t nt) {
+    fns[nt - 1](k, w + g * group_bytes, x + t * xf, xf, y + t * ys + g * kPackRows, ys);
+  });
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "core/quant_blocks.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_lowbit.h"
+#include "kernels/token_blocks.h"
 #include "kernels/vec.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
@@ -27,8 +28,6 @@
 namespace duet {
 namespace {
 
-// Activations of a token block stay in L2 while every group of a tile passes them.
-constexpr size_t kTokBlockBytes = 256 << 10;
 // Decode streams the matrix once: fetch this far ahead of the loads (half as
 // far leaves a 16-token Q8_0 batch ~20 % slower).
 constexpr int kPrefetchBytes = 4096;
@@ -128,6 +127,13 @@ using Q5_1W = Q5<1, true>;
 template <int T>
 constexpr auto kPrefetchHint = T >= 8 ? _MM_HINT_T1 : _MM_HINT_T0;
 
+// Prefetches the `bytes` from p + kPrefetchBytes, a line at a time.
+template <auto kHint>
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p, int64_t bytes) {
+  for (int64_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + off, kHint);
+}
+
 // Rows of one group (16 outputs per token) against T tokens, all blocks. A
 // block's weights stay in 8 registers while the tokens pass in sub-tiles of
 // 4 (4 sums, 16 group sums: 29 zmm at T = 16), so a batch of 16 reads
@@ -151,8 +157,7 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
     const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
     for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
       if constexpr (kPrefetch)
-        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+        prefetch_ahead<kPrefetchHint<T>>(blk, W::kBlockBytes);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
       __m512 dm;
       if constexpr (W::kAffine) dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
@@ -226,8 +231,7 @@ void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float
     for (int j = 0; j < kActGroupBlocks; ++j)
       if (j < n) {
         const uint8_t* bj = blk + W::kBlockBytes * j;
-        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(bj) + kPrefetchBytes + off, _MM_HINT_T0);
+        prefetch_ahead<_MM_HINT_T0>(bj, W::kBlockBytes);
         one_block<W>(bj, reinterpret_cast<const PackedActBlock*>(x + j * xs), dw[j], part);
       }
     blk += W::kBlockBytes * n;
@@ -271,8 +275,7 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
     // Prefetches go out one per line as the loads do: a burst of all 37
     // lines of a super-block at once streams ~25 % slower.
     if constexpr (kPrefetch)
-      for (int64_t off = 0; off < Q4K::kHead; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+      prefetch_ahead<kPrefetchHint<T>>(blk, Q4K::kHead);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512 part[T];
     #pragma GCC unroll 16
@@ -336,8 +339,7 @@ void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
     if constexpr (kPrefetch)
-      for (int64_t off = 0; off < kIq4XsHead; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+      prefetch_ahead<kPrefetchHint<T>>(blk, kIq4XsHead);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512 part[T];
     #pragma GCC unroll 16
@@ -388,8 +390,7 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
   auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kBytes, x += 8 * xs) {
     if constexpr (kPrefetch)
-      for (int64_t off = 0; off < kHead; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, kPrefetchHint<T>);
+      prefetch_ahead<kPrefetchHint<T>>(blk, kHead);
     __m512i isum[T], msum[T];
     #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
@@ -498,8 +499,7 @@ void float_micro(int64_t k, const uint8_t* w, const uint8_t* xb, size_t xs, floa
   int64_t i = 0;
   for (; i + 1 < k; i += 2, w += 32 * W::kElemBytes) {
     if constexpr (kPrefetch)
-      for (int64_t off = 0; off < 32 * W::kElemBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(w) + kPrefetchBytes + off, _MM_HINT_T0);
+      prefetch_ahead<_MM_HINT_T0>(w, 32 * W::kElemBytes);
     const __m512 w0 = W::load(w), w1 = W::load(w + 16 * W::kElemBytes);
     #pragma GCC unroll 12
     for (int t = 0; t < T; ++t) {
@@ -605,19 +605,12 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   // Bytes of one token's activations, and from one token to the next.
   const size_t tok_bytes = W::kInt8 ? packed_act_row_bytes(k) : xs;
   const size_t tok_step = W::kInt8 ? sizeof(PackedActBlock) : xs;
-  const int64_t fit = static_cast<int64_t>(kTokBlockBytes / tok_bytes) / kTile * kTile;
-  const int64_t tok_block = fit > kTile ? fit : kTile;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
-    const int64_t t_end = n_tok - t0 < tok_block ? n_tok : t0 + tok_block;
-    for (int64_t g = 0; g < n_groups; ++g)
-      for (int64_t t = t0; t < t_end; t += kTile) {
-        const int64_t nt = t_end - t < kTile ? t_end - t : kTile;
-        // The first pass over a group brings it from memory: prefetch as
-        // decode does (a batch of 16 decoding sequences is bound by that).
-        const auto& fns = t == 0 ? streaming : tiled;
-        fns[nt - 1](k, w + g * group_bytes, x + t * tok_step, xs, y + t * ys + g * kPackRows, ys);
-      }
-  }
+  for_each_tile(n_tok, n_groups, tok_bytes, kTile, [&](int64_t g, int64_t t, int64_t nt) {
+    // The first pass over a group brings it from memory: prefetch as
+    // decode does (a batch of 16 decoding sequences is bound by that).
+    const auto& fns = t == 0 ? streaming : tiled;
+    fns[nt - 1](k, w + g * group_bytes, x + t * tok_step, xs, y + t * ys + g * kPackRows, ys);
+  });
 }
 
 // quantize_packed_act: a group's absmax, then 32 elements in two vectors at
