@@ -15,9 +15,11 @@
 // What is lost between the probe and kernel is the kernel's; between kernel
 // and path, the split and the hand-offs. Prints numbers; asserts nothing.
 //   [DUET_CPU_TIME=1] decode_stream [threads=2] [reps=5] [types=q4_0,q8_0,q4_k,f16]
+// (types also: iq4_nl, q5_0, q5_1, iq4_xs, q2_k, q3_k)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@
 
 #include "core/half.h"
 #include "core/huge_buffer.h"
+#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 #include "kernels/ops.h"
 #include "kernels/packed_gemm.h"
@@ -53,6 +56,17 @@ double cpu_seconds() {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// Byte offsets of a block's f16 fields (scales and mins).
+std::vector<size_t> f16_fields(DType t) {
+  switch (t) {
+    case DType::Q4_K:
+    case DType::Q5_1: return {0, 2};
+    case DType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    default: return {0};
+  }
+}
+
 // One matrix in file layout: random quants, every f16 scale 0.01 (random
 // bits would include NaNs); float types small random values.
 std::vector<uint8_t> random_file(DType t, int64_t k, int64_t rows, std::mt19937& rng) {
@@ -68,10 +82,8 @@ std::vector<uint8_t> random_file(DType t, int64_t k, int64_t rows, std::mt19937&
   for (auto& b : m) b = static_cast<uint8_t>(rng());
   const uint16_t d = f32_to_f16(0.01f);
   const size_t bb = traits(t).block_bytes;
-  for (size_t off = 0; off < m.size(); off += bb) {
-    std::memcpy(&m[off], &d, 2);
-    if (t == DType::Q4_K) std::memcpy(&m[off + 2], &d, 2);
-  }
+  for (size_t off = 0; off < m.size(); off += bb)
+    for (size_t f : f16_fields(t)) std::memcpy(&m[off + f], &d, 2);
   return m;
 }
 
@@ -223,6 +235,10 @@ DType parse(const std::string& s) {
   if (s == "f16") return DType::F16;
   if (s == "iq4_nl") return DType::IQ4_NL;
   if (s == "q5_0") return DType::Q5_0;
+  if (s == "q5_1") return DType::Q5_1;
+  if (s == "iq4_xs") return DType::IQ4_XS;
+  if (s == "q2_k") return DType::Q2_K;
+  if (s == "q3_k") return DType::Q3_K;
   std::fprintf(stderr, "decode_stream: unknown type %s\n", s.c_str());
   std::exit(2);
 }
