@@ -199,6 +199,36 @@ TEST(PackedGemm, SimdKernelsEqualTheReferenceBitForBit) {
   if (!ran) GTEST_SKIP() << "no packed kernels at any level this machine runs";
 }
 
+// One token (decode) runs kernels of its own for most types (scale rows or
+// first lines read ahead, integer sums split into chains): lengths of one
+// block, a partial activation group, a group and one more block, and
+// TinyLlama's 5632; one, two and five 16-row groups.
+TEST(PackedGemm, OneTokenKernelsEqualTheReferenceBitForBit) {
+  bool ran = false;
+  for (CpuLevel level : testing::runnable_levels())
+    for (DType t : kPackedTypes) {
+      const PackedKernels* pk = kernels_at(level).packed(t);
+      if (!pk || is_float(t)) continue;
+      ran = true;
+      const std::vector<int64_t> ks = block_of(t) == 256 ? std::vector<int64_t>{256, 768, 5632}
+                                                         : std::vector<int64_t>{32, 224, 256, 288, 5632};
+      for (int64_t k : ks)
+        for (int64_t rows : {16, 32, 80}) {
+          const QuantMatrix w = random_matrix(t, k, rows, static_cast<uint32_t>(2 * k + rows));
+          const auto packed = packed_copy(w.view);
+          const auto x = random_floats(static_cast<size_t>(k), static_cast<uint32_t>(k + 1), -4.0f, 4.0f);
+          const auto xp = packed_acts(x, k, 1, pk->offset);
+          const size_t xs = act_stride(k, 1, pk->offset);
+          std::vector<float> ref(static_cast<size_t>(rows)), got(ref.size(), NAN);
+          packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), xs, 1, ref.data(), rows);
+          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, 1, got.data(), rows);
+          ASSERT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " at "
+                                           << cpu_level_name(level);
+        }
+    }
+  if (!ran) GTEST_SKIP() << "no packed kernels at any level this machine runs";
+}
+
 // One AVX2 kernel against packed_gemm_reference on a random [rows][k]
 // matrix of t and m random tokens: bit for bit.
 void expect_reference_bits(DType t, const PackedKernels& pk, int64_t k, int64_t rows, int64_t m, uint32_t w_seed,
@@ -311,6 +341,17 @@ TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
         packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
         pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
         EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " fill " << int{fill} << " at " << cpu_level_name(level);
+        // Each token alone: the one-token (decode) kernels.
+        for (int64_t tok = 0; tok < m; ++tok) {
+          const std::vector<float> one(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+          const auto op = packed_acts(one, k, 1, pk->offset);
+          const size_t os = act_stride(k, 1, pk->offset);
+          std::vector<float> ref1(static_cast<size_t>(rows)), got1(ref1.size(), NAN);
+          packed_gemm_reference(t, k, packed.data(), 1, op.data(), os, 1, ref1.data(), rows);
+          pk->gemm(k, packed.data(), 1, op.data(), os, 1, got1.data(), rows);
+          EXPECT_TRUE(same_bits(ref1, got1)) << dtype_name(t) << " fill " << int{fill} << " token " << tok << " alone at "
+                                             << cpu_level_name(level);
+        }
       }
   if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
 }
