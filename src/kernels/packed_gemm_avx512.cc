@@ -196,17 +196,22 @@ void micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y,
 
 // One block of one token with its weight scales dw, as micro's at T = 1
 // but with the 8 vpdpbusd in two chains of 4 (integer sums: the same result).
+// Q5_1's mins sit in the scale row's line, which micro_one has already read.
 template <class W>
 [[gnu::always_inline]] inline void one_block(const uint8_t* blk, const PackedActBlock* a, __m512 dw, __m512& part) {
   __m512i w[8];
   W::load(blk + W::kQuantAt, w);
-  __m512i s0 = _mm512_set1_epi32(a->start), s1 = _mm512_setzero_si512();
+  __m512i s0 = W::kAffine ? _mm512_setzero_si512() : _mm512_set1_epi32(a->start), s1 = _mm512_setzero_si512();
   #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     s0 = dpbusd_bcast(s0, w[c], a->qs + 4 * c);
     s1 = dpbusd_bcast(s1, w[c + 4], a->qs + 4 * (c + 4));
   }
   part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), dw, part);
+  if constexpr (W::kAffine) {  // + m * sum(x), start = -sum(x), as in micro
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    part = _mm512_fnmadd_ps(dm, _mm512_set1_ps(static_cast<float>(a->start)), part);
+  }
 }
 
 // micro at one token (decode), the same sums in the same order, but each
@@ -555,8 +560,7 @@ bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes
       float_two<W>(k, w + g * group_bytes, w + (g + 1) * group_bytes, x, y + g * kPackRows);
     if (g < n_groups) float_micro<W, 1, true>(k, w + g * group_bytes, x, xs, y + g * kPackRows, 0);
     return true;
-  } else if constexpr (requires { requires !W::kAffine; }) {
-    // (Q5_1, whose blocks add a row of mins, keeps micro.)
+  } else if constexpr (requires { W::kAffine; }) {
     for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
     return true;
   }
