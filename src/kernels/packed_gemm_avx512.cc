@@ -455,6 +455,60 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
+// k_low_micro<kQ3 = true> at one token (decode), the same integers: each
+// super-block's 8 pairs' first 2-bit lines (128 bytes apart) are loaded
+// before the first pair's arithmetic (micro_one's reach ahead), and isum
+// runs in two int32 chains, even and odd pairs, added before the one float
+// convert (the same isum, so the same bits). In-process A/B from DRAM, 2
+// threads: 1.20-1.45x in four runs (docs/performance.md, 2026-12-05); the
+// two chains alone gave 1.06x, and Q2_K's kernel in this shape 0.98-1.14x,
+// so Q2_K keeps k_low_micro.
+void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
+  using namespace packed_lowbit;
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i low_half = _mm512_set1_epi32(0xFFFF);
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kQ3KBytes, x += 8 * xs) {
+    prefetch_ahead<_MM_HINT_T0>(blk, kQ3KHead);
+    __m512i first[8];
+    #pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) first[p] = _mm512_loadu_si512(blk + kQ3KHead + 128 * p);
+    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    #pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) {
+      const auto* a = reinterpret_cast<const PackedActBlock*>(x + p * xs);
+      const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kD + 32 * p)));
+      const __m512i off = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 2));  // -4 * sc
+      const __m512i scv[2] = {_mm512_and_si512(sc, low_half), _mm512_srli_epi32(sc, 16)};
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* line = blk + kQ3KHead + 64 * (2 * p + h);
+        _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(line) + kCrumbs + kPrefetchBytes, _MM_HINT_T0);
+        const __m512i raw = h == 0 ? first[p] : _mm512_loadu_si512(line);
+        __m512i w[4];
+        #pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) {
+          w[s] = _mm512_and_si512(s == 0 ? raw : _mm512_srli_epi16(raw, 2 * s), three);
+          const __mmask64 high = load_mask(blk + kQ3KHead + kCrumbs + 32 * (2 * p + h) + 8 * s);
+          w[s] = _mm512_mask_add_epi8(w[s], high, w[s], four);
+        }
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+        s0 = dpbusd_bcast(s0, w[0], a->qs + 16 * h);
+        s1 = dpbusd_bcast(s1, w[1], a->qs + 16 * h + 4);
+        s0 = dpbusd_bcast(s0, w[2], a->qs + 16 * h + 8);
+        s1 = dpbusd_bcast(s1, w[3], a->qs + 16 * h + 12);
+        isum[p & 1] = _mm512_dpwssd_epi32(isum[p & 1], _mm512_add_epi32(s0, s1), scv[h]);
+      }
+      isum[p & 1] = dpwssd_bcast(isum[p & 1], off, &a->start);
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    const __m512 v = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(isum[0], isum[1])));
+    total = _mm512_fmadd_ps(v, _mm512_set1_ps(reinterpret_cast<const PackedActBlock*>(x)->d), total);
+  }
+  _mm512_storeu_ps(y, total);
+}
+
 // The super-block types beside Q4_K: 8 tokens per micro-kernel.
 template <int kOffsetV, int64_t kBytes>
 struct SuperBlocks {
@@ -475,6 +529,11 @@ struct KLow : SuperBlocks<kHalfSums, kQ3 ? packed_lowbit::kQ3KBytes : packed_low
   template <int T, bool P>
   static void run(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y, int64_t ys) {
     k_low_micro<kQ3, T, P>(k, w, x, xs, y, ys);
+  }
+  static void one(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, float* y)
+    requires kQ3
+  {
+    q3k_one(k, w, x, xs, y);
   }
 };
 
@@ -562,6 +621,9 @@ bool gemm_one(int64_t k, const uint8_t* w, int64_t n_groups, int64_t group_bytes
     return true;
   } else if constexpr (requires { W::kAffine; }) {
     for (int64_t g = 0; g < n_groups; ++g) micro_one<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
+    return true;
+  } else if constexpr (requires { W::one(k, w, x, xs, y); }) {  // Q3_K
+    for (int64_t g = 0; g < n_groups; ++g) W::one(k, w + g * group_bytes, x, xs, y + g * kPackRows);
     return true;
   }
   return false;
