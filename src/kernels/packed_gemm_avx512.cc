@@ -456,13 +456,15 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
 }
 
 // k_low_micro<kQ3 = true> at one token (decode), the same integers: each
-// super-block's 8 pairs' first 2-bit lines (128 bytes apart) are loaded
-// before the first pair's arithmetic (micro_one's reach ahead), and isum
-// runs in two int32 chains, even and odd pairs, added before the one float
-// convert (the same isum, so the same bits). In-process A/B from DRAM, 2
-// threads: 1.20-1.45x in four runs (docs/performance.md, 2026-12-05); the
-// two chains alone gave 1.06x, and Q2_K's kernel in this shape 0.98-1.14x,
-// so Q2_K keeps k_low_micro.
+// super-block's 16 2-bit lines are loaded before the first pair's
+// arithmetic (micro_one's reach ahead: 16 demand misses in flight where
+// the stream had about one), and isum runs in two int32 chains, even and
+// odd pairs, added before the one float convert (the same isum, so the
+// same bits). In-process A/B from DRAM, 2 threads, loaded machine
+// (docs/performance.md, 2026-12-05): the pairs' first lines ahead gave
+// 1.19-1.45x over k_low_micro in five runs, all 16 lines 1.08x more; the
+// two chains alone 1.06x. Q2_K in the same shape measured no better than
+// an identical-kernel control, so it keeps k_low_micro.
 void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
   using namespace packed_lowbit;
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
@@ -470,9 +472,9 @@ void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* 
   __m512 total = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kQ3KBytes, x += 8 * xs) {
     prefetch_ahead<_MM_HINT_T0>(blk, kQ3KHead);
-    __m512i first[8];
-    #pragma GCC unroll 8
-    for (int p = 0; p < 8; ++p) first[p] = _mm512_loadu_si512(blk + kQ3KHead + 128 * p);
+    __m512i lines[16];
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) lines[j] = _mm512_loadu_si512(blk + kQ3KHead + 64 * j);
     __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     #pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
@@ -485,7 +487,7 @@ void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* 
         const uint8_t* line = blk + kQ3KHead + 64 * (2 * p + h);
         _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
         if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(line) + kCrumbs + kPrefetchBytes, _MM_HINT_T0);
-        const __m512i raw = h == 0 ? first[p] : _mm512_loadu_si512(line);
+        const __m512i raw = lines[2 * p + h];
         __m512i w[4];
         #pragma GCC unroll 4
         for (int s = 0; s < 4; ++s) {
