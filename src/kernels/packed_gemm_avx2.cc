@@ -8,6 +8,9 @@
 // kernel; a half keeps the 4 tokens' sums, group sums and totals (12
 // registers) plus the weights being used. The other half re-reads the same
 // cache lines from L1/L2, so the matrix still comes from memory once.
+// Decode (one token) needs few registers, and both halves run block by
+// block in one pass (one_micro, k4_one): a line is used whole while it is
+// in L1, and the lines ahead are prefetched, as in the AVX-512 kernels.
 //
 // Without vpdpbusd, a u8 x s8 dot is vpmaddubsw (pairs to saturating s16)
 // then vpmaddwd by ones (to s32):
@@ -26,6 +29,7 @@
 
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/quant_blocks.h"
@@ -209,6 +213,38 @@ void half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t x
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
 }
 
+// half_micro at one token (decode) over both halves in one pass, block by
+// block: each line of the block is read once, from DRAM, and both halves'
+// sums take it while it is in L1; each lane's operations and order are
+// half_micro's, so the results are the same bit for bit. A block's lines
+// are prefetched a few blocks ahead.
+template <class W>
+void one_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
+  constexpr int64_t kAhead = 4096;  // as the AVX-512 decode kernels
+  const int64_t nb = k / kQK32;
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
+    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
+    const float d_x = reinterpret_cast<const PackedActBlock*>(x)->d;
+    __m256 part[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
+      for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kAhead + off, _MM_HINT_T0);
+      const PackedActBlock* a[1] = {reinterpret_cast<const PackedActBlock*>(x)};
+      #pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m256i s[1];
+        W::template dot<1>(blk + 32 + 4 * kHalf * h, h, a, s);
+        part[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), load_f16(blk + 2 * kHalf * h), part[h]);
+      }
+    }
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) acc[h] = _mm256_fmadd_ps(part[h], _mm256_set1_ps(d_x), acc[h]);
+  }
+  _mm256_storeu_ps(y, acc[0]);
+  _mm256_storeu_ps(y + kHalf, acc[1]);
+}
+
 // Q4_K, per 256-element super-block (one activation group): sub-block j's
 // int32 dot (nibbles x activations, without start) scaled by d * sc_j into
 // part; the mins' term as integers, msum = sum_j m_j * start_j, by vpmaddwd
@@ -280,6 +316,67 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
 }
 
+// k4_half_micro at one token (decode) over both halves in one pass: each
+// 64-byte line is read once, from DRAM, and its two halves share the
+// token's broadcasts; each lane's operations and their order are
+// k4_half_micro's, so the results are the same bit for bit. The lines of
+// the next super-block are prefetched while this one's are summed.
+void k4_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
+  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  auto act = [&](int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs); };
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
+    __m256 part[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int c = 0; c < 4; ++c) {
+      __m256i p[2][2];  // [sub-block 2c + e][half]
+      p[0][0] = p[0][1] = p[1][0] = p[1][1] = _mm256_setzero_si256();
+      #pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const uint8_t* line = blk + Q4K::kHead + (c * 8 + q) * 64;
+        _mm_prefetch(reinterpret_cast<const char*>(line) + Q4K::kBlockBytes, _MM_HINT_T0);
+        const __m256i a0 = bcast4(act(2 * c)->qs + 4 * q), a1 = bcast4(act(2 * c + 1)->qs + 4 * q);
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i raw = load(line + 4 * kHalf * h);
+          const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+          p[0][h] = _mm256_add_epi16(p[0][h], _mm256_maddubs_epi16(lo, a0));
+          p[1][h] = _mm256_add_epi16(p[1][h], _mm256_maddubs_epi16(hi, a1));
+        }
+      }
+      #pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e)
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
+          const __m256 sc_f =
+              _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+          const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), sc_f);
+          part[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][h], ones)), ds, part[h]);
+        }
+    }
+    for (int i = 0; i < 3; ++i)  // the next head
+      _mm_prefetch(reinterpret_cast<const char*>(blk) + Q4K::kBlockBytes + 64 * i, _MM_HINT_T0);
+    int32_t pairs[4];
+    for (int i = 0; i < 4; ++i)
+      pairs[i] = static_cast<int32_t>(static_cast<uint16_t>(act(2 * i)->start) |
+                                      static_cast<uint32_t>(act(2 * i + 1)->start) << 16);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256i msum = _mm256_setzero_si256();
+      #pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m256i mins = _mm256_cvtepu8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * i + 2 * kHalf * h)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins, _mm256_set1_epi32(pairs[i])));
+      }
+      const __m256 v = _mm256_fmadd_ps(load_f16(blk + 32 + 2 * kHalf * h), _mm256_cvtepi32_ps(msum), part[h]);
+      acc[h] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(0)->d), acc[h]);
+    }
+  }
+  _mm256_storeu_ps(y, acc[0]);
+  _mm256_storeu_ps(y + kHalf, acc[1]);
+}
+
 using HalfFn = void (*)(int64_t, const uint8_t*, int, const uint8_t*, size_t, float*, int64_t);
 
 template <class W, int... T>
@@ -306,6 +403,15 @@ template <class W>
 void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok, float* y,
           int64_t ys) {
   const int64_t group_bytes = W::group_bytes(k);
+  if (n_tok == 1) {  // decode: each group in one pass
+    for (int64_t g = 0; g < n_groups; ++g) {
+      if constexpr (std::is_same_v<W, Q4K>)
+        k4_one(k, w + g * group_bytes, x, xs, y + g * kPackRows);
+      else
+        one_micro<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
+    }
+    return;
+  }
   constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
   // Each group runs both its halves over a whole block (group_tokens).
   const int64_t tok_block = tokens_per_block(packed_act_row_bytes(k), kSub);

@@ -279,6 +279,13 @@ TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
     packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
     pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
     EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t);
+    // Each token alone: decode's one-token kernels.
+    for (int64_t tok = 0; tok < m; ++tok) {
+      std::vector<float> one(static_cast<size_t>(rows), NAN);
+      pk->gemm(k, packed.data(), 1, xp.data() + tok * sizeof(PackedActBlock), xs, 1, one.data(), rows);
+      const std::vector<float> want(ref.begin() + tok * rows, ref.begin() + (tok + 1) * rows);
+      EXPECT_TRUE(same_bits(want, one)) << dtype_name(t) << " token " << tok;
+    }
   }
 }
 
