@@ -1,5 +1,5 @@
 // AVX2 kernels of the packed layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
-// IQ4_NL, Q5_0 (packed_lowbit.h), and F32, F16, BF16.
+// IQ4_NL, Q5_0, Q5_1, IQ4_XS (packed_lowbit.h), and F32, F16, BF16.
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
@@ -9,8 +9,8 @@
 // registers) plus the weights being used. The other half re-reads the same
 // cache lines from L1/L2, so the matrix still comes from memory once.
 // Decode (one token) needs few registers, and both halves run block by
-// block in one pass (one_micro, k4_one): a line is used whole while it is
-// in L1, and the lines ahead are prefetched, as in the AVX-512 kernels.
+// block in one pass (the micro-kernels' kH = 2): a line is used whole while
+// it is in L1, and the lines ahead are prefetched, as in the AVX-512 kernels.
 //
 // Without vpdpbusd, a u8 x s8 dot is vpmaddubsw (pairs to saturating s16)
 // then vpmaddwd by ones (to s32):
@@ -60,11 +60,14 @@ constexpr int kHalf = 8;    // rows per ymm
 }
 
 // The 32-element types: bytes of one block of a group (16 f16 scales, then
-// 16 rows of quants).
-template <int kOffsetV, int64_t kQuantBytes>
+// 16 rows of quants). Q5_1 has a second row of 16 f16 (its mins) before the
+// quants.
+template <int kOffsetV, int64_t kQuantBytes, bool kAffineV = false>
 struct Int8Blocks {
   static constexpr int kOffset = kOffsetV;
-  static constexpr int64_t kBlockBytes = 32 + 16 * kQuantBytes;
+  static constexpr bool kAffine = kAffineV;
+  static constexpr int64_t kQuantAt = kAffine ? 64 : 32;
+  static constexpr int64_t kBlockBytes = kQuantAt + 16 * kQuantBytes;
   static constexpr int64_t kElems = kQK32;
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
 };
@@ -143,10 +146,12 @@ struct IQ4NL : Int8Blocks<128, 16> {
   }
 };
 
-// Q5_0 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half h's 32
-// bits of each 64-bit mask widened to bytes (byte k gets bit k). Levels
-// 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens them.
-struct Q5_0W : Int8Blocks<16, 20> {
+// Q5_0 / Q5_1 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half
+// h's 32 bits of each 64-bit mask widened to bytes (byte k gets bit k).
+// Levels 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens
+// them. Q5_1's sums start at 0: its mins' term, m * sum(x), comes apart.
+template <int kOffsetV, bool kAffineV>
+struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
   [[gnu::always_inline]] static __m256i fifth_bits(const uint8_t* mask) {
     int32_t bits;
     std::memcpy(&bits, mask, 4);
@@ -162,7 +167,7 @@ struct Q5_0W : Int8Blocks<16, 20> {
     // qs is the block's nibbles + 32h; mask c's half h at nibbles + 256 + 8c + 4h.
     const uint8_t* masks = qs - 4 * kHalf * h + packed_lowbit::kNibbles + 4 * h;
     #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) s[t] = _mm256_set1_epi32(a[t]->start);
+    for (int t = 0; t < T; ++t) s[t] = kAffineV ? _mm256_setzero_si256() : _mm256_set1_epi32(a[t]->start);
     #pragma GCC unroll 2
     for (int e = 0; e < 2; ++e) {  // low nibbles (elements 0..15), then high (16..31)
       __m256i p[T];
@@ -181,68 +186,62 @@ struct Q5_0W : Int8Blocks<16, 20> {
     }
   }
 };
+using Q5_0W = Q5<16, false>;
+using Q5_1W = Q5<1, true>;
 
-// Half h of a group (rows 8h..8h+7) against T tokens, all blocks: per block
-// part = fma(isum, d_w, part); per activation group acc = fma(part, d_x, acc).
-template <class W, int T>
-void half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+// Where the one-token kernels prefetch to: as far as the AVX-512 ones.
+constexpr int64_t kPrefetchBytes = 4096;
+
+// kH halves of a group from half h0 (rows 8h0..8(h0 + kH) - 1) against T
+// tokens, all blocks: per block part = fma(isum, d_w, part) (Q5_1: then
+// part -= d_m * start, start = -sum(x)); per activation group acc =
+// fma(part, d_x, acc). Batches run one half at a time (kH = 1: 4 tokens'
+// sums fit the registers); decode runs both in one pass (kH = 2, T = 1), so
+// a line is used whole while it is in L1, with the lines ahead prefetched.
+// Each lane's operations and order do not depend on kH.
+template <class W, int T, int kH = 1>
+void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const int64_t nb = k / kQK32;
-  __m256 acc[T];
+  __m256 acc[kH][T];
   #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
   for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
     const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
     const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
-    __m256 part[T];
+    __m256 part[kH][T];
     #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
     for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
+      if constexpr (kH == 2)
+        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
       const PackedActBlock* a[T];
       #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const PackedActBlock*>(x) + t;
-      const __m256 dw = load_f16(blk + 2 * kHalf * h);
-      __m256i s[T];
-      W::template dot<T>(blk + 32 + 4 * kHalf * h, h, a, s);
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[t]);
-    }
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(part[t], _mm256_set1_ps(group_acts[t].d), acc[t]);
-  }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
-}
-
-// half_micro at one token (decode) over both halves in one pass, block by
-// block: each line of the block is read once, from DRAM, and both halves'
-// sums take it while it is in L1; each lane's operations and order are
-// half_micro's, so the results are the same bit for bit. A block's lines
-// are prefetched a few blocks ahead.
-template <class W>
-void one_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
-  constexpr int64_t kAhead = 4096;  // as the AVX-512 decode kernels
-  const int64_t nb = k / kQK32;
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
-    const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
-    const float d_x = reinterpret_cast<const PackedActBlock*>(x)->d;
-    __m256 part[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
-      for (int64_t off = 0; off < W::kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + kAhead + off, _MM_HINT_T0);
-      const PackedActBlock* a[1] = {reinterpret_cast<const PackedActBlock*>(x)};
       #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        __m256i s[1];
-        W::template dot<1>(blk + 32 + 4 * kHalf * h, h, a, s);
-        part[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), load_f16(blk + 2 * kHalf * h), part[h]);
+      for (int i = 0; i < kH; ++i) {
+        const int h = h0 + i;
+        const __m256 dw = load_f16(blk + 2 * kHalf * h);
+        __m256i s[T];
+        W::template dot<T>(blk + W::kQuantAt + 4 * kHalf * h, h, a, s);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[i][t]);
+          if constexpr (W::kAffine)
+            part[i][t] = _mm256_fnmadd_ps(load_f16(blk + 32 + 2 * kHalf * h),
+                                          _mm256_set1_ps(static_cast<float>(a[t]->start)), part[i][t]);
+        }
       }
     }
-    #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) acc[h] = _mm256_fmadd_ps(part[h], _mm256_set1_ps(d_x), acc[h]);
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(group_acts[t].d), acc[i][t]);
   }
-  _mm256_storeu_ps(y, acc[0]);
-  _mm256_storeu_ps(y + kHalf, acc[1]);
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
 }
 
 // Q4_K, per 256-element super-block (one activation group): sub-block j's
@@ -258,133 +257,155 @@ struct Q4K {
   static int64_t group_bytes(int64_t k) { return k / kQKK * kBlockBytes; }
 };
 
-template <int T>
-void k4_half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+// kH halves from h0 against T tokens, as half_micro's kH.
+template <int T, int kH = 1>
+void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
-  __m256 acc[T];
+  __m256 acc[kH][T];
   #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
-    const __m256 d = load_f16(blk + 2 * kHalf * h);
-    __m256 part[T];
+    __m256 part[kH][T];
     #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
     for (int c = 0; c < 4; ++c) {
-      __m256i p[2][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
+      __m256i p[2][kH][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
       #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
-      #pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) {
-        const __m256i raw = load(blk + Q4K::kHead + (c * 8 + q) * 64 + 4 * kHalf * h);
-        const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          p[0][t] = _mm256_add_epi16(p[0][t], _mm256_maddubs_epi16(lo, bcast4(act(t, 2 * c)->qs + 4 * q)));
-          p[1][t] = _mm256_add_epi16(p[1][t], _mm256_maddubs_epi16(hi, bcast4(act(t, 2 * c + 1)->qs + 4 * q)));
-        }
-      }
-      #pragma GCC unroll 2
-      for (int e = 0; e < 2; ++e) {
-        const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
-        const __m256 sc_f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
-        const __m256 ds = _mm256_mul_ps(d, sc_f);  // exact: 11-bit d times 6-bit sc
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][t], ones)), ds, part[t]);
-      }
-    }
-    const __m256 dmin = load_f16(blk + 32 + 2 * kHalf * h);
-    __m256i mins[4];  // pair i: rows' (m_2i, m_2i+1) as int16
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      mins[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * i + 2 * kHalf * h)));
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      __m256i msum = _mm256_setzero_si256();
-      #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * i)->start) |
-                                                  static_cast<uint32_t>(act(t, 2 * i + 1)->start) << 16);
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[i], _mm256_set1_epi32(pair)));
-      }
-      const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[t]);
-      acc[t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[t]);
-    }
-  }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
-}
-
-// k4_half_micro at one token (decode) over both halves in one pass: each
-// 64-byte line is read once, from DRAM, and its two halves share the
-// token's broadcasts; each lane's operations and their order are
-// k4_half_micro's, so the results are the same bit for bit. The lines of
-// the next super-block are prefetched while this one's are summed.
-void k4_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
-  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  auto act = [&](int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs); };
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
-    __m256 part[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int c = 0; c < 4; ++c) {
-      __m256i p[2][2];  // [sub-block 2c + e][half]
-      p[0][0] = p[0][1] = p[1][0] = p[1][1] = _mm256_setzero_si256();
+      for (int t = 0; t < T; ++t)
+        for (int i = 0; i < kH; ++i) p[0][i][t] = p[1][i][t] = _mm256_setzero_si256();
       #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
         const uint8_t* line = blk + Q4K::kHead + (c * 8 + q) * 64;
-        _mm_prefetch(reinterpret_cast<const char*>(line) + Q4K::kBlockBytes, _MM_HINT_T0);
-        const __m256i a0 = bcast4(act(2 * c)->qs + 4 * q), a1 = bcast4(act(2 * c + 1)->qs + 4 * q);
+        if constexpr (kH == 2) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        __m256i lo[kH], hi[kH];
         #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          const __m256i raw = load(line + 4 * kHalf * h);
-          const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-          p[0][h] = _mm256_add_epi16(p[0][h], _mm256_maddubs_epi16(lo, a0));
-          p[1][h] = _mm256_add_epi16(p[1][h], _mm256_maddubs_epi16(hi, a1));
+        for (int i = 0; i < kH; ++i) {
+          const __m256i raw = load(line + 4 * kHalf * (h0 + i));
+          lo[i] = _mm256_and_si256(raw, low);
+          hi[i] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i a0 = bcast4(act(t, 2 * c)->qs + 4 * q), a1 = bcast4(act(t, 2 * c + 1)->qs + 4 * q);
+          #pragma GCC unroll 2
+          for (int i = 0; i < kH; ++i) {
+            p[0][i][t] = _mm256_add_epi16(p[0][i][t], _mm256_maddubs_epi16(lo[i], a0));
+            p[1][i][t] = _mm256_add_epi16(p[1][i][t], _mm256_maddubs_epi16(hi[i], a1));
+          }
         }
       }
       #pragma GCC unroll 2
       for (int e = 0; e < 2; ++e)
         #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
+        for (int i = 0; i < kH; ++i) {
+          const int h = h0 + i;
           const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
           const __m256 sc_f =
               _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
-          const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), sc_f);
-          part[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][h], ones)), ds, part[h]);
+          const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), sc_f);  // exact: 11-bit d times 6-bit sc
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t)
+            part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][i][t], ones)), ds, part[i][t]);
         }
     }
-    for (int i = 0; i < 3; ++i)  // the next head
-      _mm_prefetch(reinterpret_cast<const char*>(blk) + Q4K::kBlockBytes + 64 * i, _MM_HINT_T0);
-    int32_t pairs[4];
-    for (int i = 0; i < 4; ++i)
-      pairs[i] = static_cast<int32_t>(static_cast<uint16_t>(act(2 * i)->start) |
-                                      static_cast<uint32_t>(act(2 * i + 1)->start) << 16);
+    if constexpr (kH == 2)
+      for (int64_t off = 0; off < Q4K::kHead; off += 64)  // the next head
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + Q4K::kBlockBytes + off, _MM_HINT_T0);
     #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m256i msum = _mm256_setzero_si256();
+    for (int i = 0; i < kH; ++i) {
+      const int h = h0 + i;
+      const __m256 dmin = load_f16(blk + 32 + 2 * kHalf * h);
+      __m256i mins[4];  // pair i: rows' (m_2i, m_2i+1) as int16
       #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        const __m256i mins = _mm256_cvtepu8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * i + 2 * kHalf * h)));
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins, _mm256_set1_epi32(pairs[i])));
+      for (int j = 0; j < 4; ++j)
+        mins[j] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * j + 2 * kHalf * h)));
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        __m256i msum = _mm256_setzero_si256();
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * j)->start) |
+                                                    static_cast<uint32_t>(act(t, 2 * j + 1)->start) << 16);
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[j], _mm256_set1_epi32(pair)));
+        }
+        const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[i][t]);
+        acc[i][t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
       }
-      const __m256 v = _mm256_fmadd_ps(load_f16(blk + 32 + 2 * kHalf * h), _mm256_cvtepi32_ps(msum), part[h]);
-      acc[h] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(0)->d), acc[h]);
     }
   }
-  _mm256_storeu_ps(y, acc[0]);
-  _mm256_storeu_ps(y + kHalf, acc[1]);
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
 }
+
+// IQ4_XS (packed_lowbit.h), per 256-element super-block (one activation
+// group): sub-block j's lines are IQ4_NL's (its dot, from start), part =
+// fma(isum, d * ls_j, part); acc = fma(part, d_x, acc). kH as half_micro's.
+template <int T, int kH = 1>
+void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
+  __m256 acc[kH][T];
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
+    __m256 part[kH][T];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
+      if constexpr (kH == 2)
+        for (int q = 0; q < 4; ++q)
+          _mm_prefetch(reinterpret_cast<const char*>(lines) + kPrefetchBytes + 64 * q, _MM_HINT_T0);
+      const PackedActBlock* a[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) a[t] = act(t, j);
+      #pragma GCC unroll 2
+      for (int i = 0; i < kH; ++i) {
+        const int h = h0 + i;
+        __m256i s[T];
+        IQ4NL::dot<T>(lines + 4 * kHalf * h, h, a, s);
+        const __m128i ls = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kD + 16 * j + kHalf * h));
+        const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ls)));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), ds, part[i][t]);
+      }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
+  }
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+}
+
+struct IQ4XS {
+  static constexpr int kOffset = 128;
+  static int64_t group_bytes(int64_t k) { return k / kQKK * packed_lowbit::kIq4XsBytes; }
+};
 
 using HalfFn = void (*)(int64_t, const uint8_t*, int, const uint8_t*, size_t, float*, int64_t);
 
+// W's micro-kernel: kH halves of a group from half h0 against T tokens.
+template <class W, int T, int kH = 1>
+void micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  if constexpr (std::is_same_v<W, Q4K>)
+    k4_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
+  else if constexpr (std::is_same_v<W, IQ4XS>)
+    iq4xs_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
+  else
+    half_micro<W, T, kH>(k, blk, h0, x, xs, y, ys);
+}
+
 template <class W, int... T>
 constexpr std::array<HalfFn, kSub> half_fns(std::integer_sequence<int, T...>) {
-  if constexpr (requires { W::kHead; })
-    return {&k4_half_micro<T + 1>...};
-  else
-    return {&half_micro<W, T + 1>...};
+  return {&micro<W, T + 1>...};
 }
 
 // One group's 16 rows against tokens [t, t_end): each half, 4 tokens at a time.
@@ -403,13 +424,8 @@ template <class W>
 void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok, float* y,
           int64_t ys) {
   const int64_t group_bytes = W::group_bytes(k);
-  if (n_tok == 1) {  // decode: each group in one pass
-    for (int64_t g = 0; g < n_groups; ++g) {
-      if constexpr (std::is_same_v<W, Q4K>)
-        k4_one(k, w + g * group_bytes, x, xs, y + g * kPackRows);
-      else
-        one_micro<W>(k, w + g * group_bytes, x, xs, y + g * kPackRows);
-    }
+  if (n_tok == 1) {  // decode: both halves of each group in one pass
+    for (int64_t g = 0; g < n_groups; ++g) micro<W, 1, 2>(k, w + g * group_bytes, 0, x, xs, y + g * kPackRows, 0);
     return;
   }
   constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
@@ -580,9 +596,9 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {kFloatActs, &float_gemm<BF16Elems>, nullptr},
     {IQ4NL::kOffset, &gemm<IQ4NL>, &quantize_packed_act},
     {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize_packed_act},
-    {},  // Q5_1, IQ4_XS, Q2_K, Q3_K: AVX-512 only
-    {},
-    {},
+    {Q5_1W::kOffset, &gemm<Q5_1W>, &quantize_packed_act},
+    {IQ4XS::kOffset, &gemm<IQ4XS>, &quantize_packed_act},
+    {},  // Q2_K, Q3_K: AVX-512 only
     {},
 };
 

@@ -214,13 +214,26 @@ void expect_reference_bits(DType t, const PackedKernels& pk, int64_t k, int64_t 
   EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
 }
 
+// Each of m tokens alone through one group of rows (decode's one-token
+// kernels) equals its rows of ref, the m-token result.
+void expect_each_token_alone(const PackedKernels& pk, int64_t k, const std::vector<uint8_t>& packed,
+                             const std::vector<uint8_t>& xp, size_t xs, int64_t m, const std::vector<float>& ref,
+                             int64_t rows, std::string_view what) {
+  for (int64_t tok = 0; tok < m; ++tok) {
+    std::vector<float> one(static_cast<size_t>(rows), NAN);
+    pk.gemm(k, packed.data(), 1, xp.data() + tok * sizeof(PackedActBlock), xs, 1, one.data(), rows);
+    const std::vector<float> want(ref.begin() + tok * rows, ref.begin() + (tok + 1) * rows);
+    EXPECT_TRUE(same_bits(want, one)) << what << " token " << tok;
+  }
+}
+
 // The AVX2 level's own kernels (the test above reaches them only through
 // runnable_levels() on a machine whose best level is AVX2 or above): batch
 // sizes of decode, a ragged 4-token sub-tile, one and four 16-row groups'
 // worth of tokens, and a prefill long enough to use several token blocks.
 TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     for (int64_t k : {256, 1280, 2816})  // 8 blocks, 5 groups, 11 groups (Q4_K: super-blocks)
@@ -279,13 +292,7 @@ TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
     packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
     pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
     EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t);
-    // Each token alone: decode's one-token kernels.
-    for (int64_t tok = 0; tok < m; ++tok) {
-      std::vector<float> one(static_cast<size_t>(rows), NAN);
-      pk->gemm(k, packed.data(), 1, xp.data() + tok * sizeof(PackedActBlock), xs, 1, one.data(), rows);
-      const std::vector<float> want(ref.begin() + tok * rows, ref.begin() + (tok + 1) * rows);
-      EXPECT_TRUE(same_bits(want, one)) << dtype_name(t) << " token " << tok;
-    }
+    expect_each_token_alone(*pk, k, packed, xp, xs, m, ref, rows, dtype_name(t));
   }
 }
 
@@ -318,6 +325,7 @@ TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
         packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
         pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
         EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " fill " << int{fill} << " at " << cpu_level_name(level);
+        expect_each_token_alone(*pk, k, packed, xp, xs, m, ref, rows, dtype_name(t));
       }
   if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
 }
