@@ -1,5 +1,6 @@
 // AVX2 kernels of the packed layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
-// IQ4_NL, Q5_0, Q5_1, IQ4_XS (packed_lowbit.h), and F32, F16, BF16.
+// IQ4_NL, Q5_0, Q5_1, IQ4_XS, Q2_K, Q3_K (packed_lowbit.h), and F32, F16,
+// BF16.
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
@@ -57,6 +58,17 @@ constexpr int kHalf = 8;    // rows per ymm
 // 8 f16 at p as f32.
 [[gnu::always_inline]] inline __m256 load_f16(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The 32 bits at mask as bytes: byte k is v where bit k is set, else 0.
+[[gnu::always_inline]] inline __m256i mask_bytes(const uint8_t* mask, char v) {
+  int32_t bits;
+  std::memcpy(&bits, mask, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(v));
 }
 
 // The 32-element types: bytes of one block of a group (16 f16 scales, then
@@ -152,15 +164,6 @@ struct IQ4NL : Int8Blocks<128, 16> {
 // them. Q5_1's sums start at 0: its mins' term, m * sum(x), comes apart.
 template <int kOffsetV, bool kAffineV>
 struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
-  [[gnu::always_inline]] static __m256i fifth_bits(const uint8_t* mask) {
-    int32_t bits;
-    std::memcpy(&bits, mask, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-                                                  3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-  }
   template <int T>
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int h, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
@@ -177,7 +180,7 @@ struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
       for (int j = 0; j < 4; ++j) {
         const __m256i raw = load(qs + 64 * j);
         const __m256i nib = _mm256_and_si256(e == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
-        const __m256i u = _mm256_or_si256(nib, fifth_bits(masks + 8 * (4 * e + j)));
+        const __m256i u = _mm256_or_si256(nib, mask_bytes(masks + 8 * (4 * e + j), 16));
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(u, bcast4(a[t]->qs + 16 * e + 4 * j)));
       }
@@ -385,6 +388,100 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
     for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
 }
 
+// Q2_K / Q3_K (packed_lowbit.h), per 256-element super-block (one
+// activation group), all in int32: per sub-block j of 16, the 2-bit fields
+// of its line as 4 vectors (Q3_K: + 4 under the third bits' masks), 4
+// vpmaddubsw into s16 pairs (at most 4 x 2 x 7 x 127 = 7112), and isum +=
+// pairs . (sc_j, sc_j) by one vpmaddwd, which widens and scales at once.
+// The offset term per pair of sub-blocks is one vpmaddwd of the rows'
+// (c_2p, c_2p+1) int16 pairs with the token's half sums (kHalfSums): Q2_K's
+// mins into msum, Q3_K's -4 * sc into isum. Then v = d * float(isum) (Q2_K:
+// v = fma(-dmin, float(msum), v)) and acc = fma(v, d_x, acc), the
+// reference's steps. kH as half_micro's.
+template <bool kQ3, int T, int kH = 1>
+void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  constexpr int64_t kHead = kQ3 ? kQ3KHead : kQ2KHead, kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
+  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD;
+  const __m256i three = _mm256_set1_epi8(3), nibble = _mm256_set1_epi16(0xF);
+  // vpshufb patterns copying each lane's low (high) int16 into both halves.
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_add_epi8(dup_lo, _mm256_set1_epi8(2));
+  auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
+  __m256 acc[kH][T];
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kBytes, x += 8 * xs) {
+    if constexpr (kH == 2)
+      for (int64_t off = 0; off < kHead; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) {
+      const int h = h0 + i;
+      __m256i isum[T], msum[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+      for (int p = 0; p < 8; ++p) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kPairsAt + 32 * p + 16 * h));
+        const __m256i pairs = kQ3 ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw);
+        const __m256i sc = kQ3 ? pairs : _mm256_and_si256(pairs, nibble);
+        // Q2_K: the mins; Q3_K: -4 * sc, the levels' offset.
+        const __m256i off = kQ3 ? _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pairs, 2))
+                                : _mm256_srli_epi16(pairs, 4);
+        #pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e) {
+          const int64_t line = 2 * p + e;
+          const uint8_t* q = blk + kHead + 64 * line + 4 * kHalf * h;
+          if constexpr (kH == 2)
+            if (i == 0) _mm_prefetch(reinterpret_cast<const char*>(blk + kHead + 64 * line) + kPrefetchBytes, _MM_HINT_T0);
+          const __m256i raw_line = load(q);
+          __m256i w[4];
+          #pragma GCC unroll 4
+          for (int f = 0; f < 4; ++f) {
+            w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
+            if constexpr (kQ3)
+              w[f] = _mm256_add_epi8(w[f], mask_bytes(blk + kHead + kCrumbs + 32 * line + 8 * f + 4 * h, 4));
+          }
+          const __m256i scv = _mm256_shuffle_epi8(sc, e == 0 ? dup_lo : dup_hi);
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            __m256i s16 = _mm256_maddubs_epi16(w[0], bcast4(act(t, p)->qs + 16 * e));
+            #pragma GCC unroll 3
+            for (int f = 1; f < 4; ++f)
+              s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[f], bcast4(act(t, p)->qs + 16 * e + 4 * f)));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, scv));
+          }
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          __m256i& into = kQ3 ? isum[t] : msum[t];
+          into = _mm256_add_epi32(into, _mm256_madd_epi16(off, _mm256_set1_epi32(act(t, p)->start)));
+        }
+      }
+      const __m256 d = load_f16(blk + 2 * kHalf * h);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t]));
+        if constexpr (!kQ3) v = _mm256_fnmadd_ps(load_f16(blk + kD + 2 * kHalf * h), _mm256_cvtepi32_ps(msum[t]), v);
+        acc[i][t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+}
+
+template <bool kQ3>
+struct KLow {
+  static constexpr int kOffset = kHalfSums;
+  static int64_t group_bytes(int64_t k) {
+    return k / kQKK * (kQ3 ? packed_lowbit::kQ3KBytes : packed_lowbit::kQ2KBytes);
+  }
+};
+
 struct IQ4XS {
   static constexpr int kOffset = 128;
   static int64_t group_bytes(int64_t k) { return k / kQKK * packed_lowbit::kIq4XsBytes; }
@@ -399,6 +496,8 @@ void micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, f
     k4_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
   else if constexpr (std::is_same_v<W, IQ4XS>)
     iq4xs_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
+  else if constexpr (std::is_same_v<W, KLow<false>> || std::is_same_v<W, KLow<true>>)
+    k_low_half_micro<std::is_same_v<W, KLow<true>>, T, kH>(k, blk, h0, x, xs, y, ys);
   else
     half_micro<W, T, kH>(k, blk, h0, x, xs, y, ys);
 }
@@ -598,8 +697,8 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize_packed_act},
     {Q5_1W::kOffset, &gemm<Q5_1W>, &quantize_packed_act},
     {IQ4XS::kOffset, &gemm<IQ4XS>, &quantize_packed_act},
-    {},  // Q2_K, Q3_K: AVX-512 only
-    {},
+    {kHalfSums, &gemm<KLow<false>>, &quantize_packed_act},
+    {kHalfSums, &gemm<KLow<true>>, &quantize_packed_act},
 };
 
 }  // namespace duet

@@ -80,6 +80,8 @@ std::vector<KernelEntry> make_table() {
       {&kPackedAvx2.q5_0, DType::Q5_0, kAvx2, "avx2 maddubs, 16-row groups, fifth bits by compare"},
       {&kPackedAvx2.q5_1, DType::Q5_1, kAvx2, "avx2 maddubs, 16-row groups, fifth bits by compare"},
       {&kPackedAvx2.iq4_xs, DType::IQ4_XS, kAvx2, "avx2 maddubs (sign trick), 16-row groups, vpshufb levels"},
+      {&kPackedAvx2.q2_K, DType::Q2_K, kAvx2, "avx2 maddubs + vpmaddwd scales, 16-row groups"},
+      {&kPackedAvx2.q3_K, DType::Q3_K, kAvx2, "avx2 maddubs + vpmaddwd scales, 16-row groups"},
       {&kPackedAvx2.f32, DType::F32, kAvx2, "avx2 fma, 16-row groups, 8 rows x 6 tokens"},
       {&kPackedAvx2.f16, DType::F16, kAvx2, "avx2 fma, 16-row groups, 8 rows x 6 tokens"},
       {&kPackedAvx2.bf16, DType::BF16, kAvx2, "avx2 fma, 16-row groups, 8 rows x 6 tokens"},

@@ -233,7 +233,8 @@ void expect_each_token_alone(const PackedKernels& pk, int64_t k, const std::vect
 // worth of tokens, and a prefill long enough to use several token blocks.
 TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS,
+                  DType::Q2_K, DType::Q3_K}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     for (int64_t k : {256, 1280, 2816})  // 8 blocks, 5 groups, 11 groups (Q4_K: super-blocks)
