@@ -60,6 +60,24 @@ constexpr int kHalf = 8;    // rows per ymm
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Accumulators of kH halves x T tokens.
+template <int kH, int T>
+[[gnu::always_inline]] inline void zero(__m256 (&v)[kH][T]) {
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) v[i][t] = _mm256_setzero_ps();
+}
+
+// Token t's half h0 + i of a group's 16 outputs, ys floats from one token's to the next.
+template <int kH, int T>
+[[gnu::always_inline]] inline void store_halves(const __m256 (&acc)[kH][T], int h0, float* y, int64_t ys) {
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+}
+
 // The 32 bits at mask as bytes: byte k is v where bit k is set, else 0.
 [[gnu::always_inline]] inline __m256i mask_bytes(const uint8_t* mask, char v) {
   int32_t bits;
@@ -206,16 +224,12 @@ template <class W, int T, int kH = 1>
 void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const int64_t nb = k / kQK32;
   __m256 acc[kH][T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
     const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
     const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
     __m256 part[kH][T];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
+    zero(part);
     for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
       if constexpr (kH == 2)
         for (int64_t off = 0; off < W::kBlockBytes; off += 64)
@@ -242,9 +256,7 @@ void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t 
     for (int t = 0; t < T; ++t)
       for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(group_acts[t].d), acc[i][t]);
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+  store_halves(acc, h0, y, ys);
 }
 
 // Q4_K, per 256-element super-block (one activation group): sub-block j's
@@ -266,14 +278,10 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
   const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   __m256 acc[kH][T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
     __m256 part[kH][T];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
+    zero(part);
     for (int c = 0; c < 4; ++c) {
       __m256i p[2][kH][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
       #pragma GCC unroll 4
@@ -339,9 +347,7 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
       }
     }
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+  store_halves(acc, h0, y, ys);
 }
 
 // IQ4_XS (packed_lowbit.h), per 256-element super-block (one activation
@@ -352,14 +358,10 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
   using namespace packed_lowbit;
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   __m256 acc[kH][T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
     __m256 part[kH][T];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < kH; ++i) part[i][t] = _mm256_setzero_ps();
+    zero(part);
     for (int j = 0; j < 8; ++j) {
       const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
       if constexpr (kH == 2)
@@ -383,9 +385,7 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
     for (int t = 0; t < T; ++t)
       for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+  store_halves(acc, h0, y, ys);
 }
 
 // Q2_K / Q3_K (packed_lowbit.h), per 256-element super-block (one
@@ -410,9 +410,7 @@ void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
   const __m256i dup_hi = _mm256_add_epi8(dup_lo, _mm256_set1_epi8(2));
   auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
   __m256 acc[kH][T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kBytes, x += 8 * xs) {
     if constexpr (kH == 2)
       for (int64_t off = 0; off < kHead; off += 64)
@@ -469,9 +467,7 @@ void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
       }
     }
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+  store_halves(acc, h0, y, ys);
 }
 
 template <bool kQ3>
