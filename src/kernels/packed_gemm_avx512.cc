@@ -246,16 +246,17 @@ void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float
 // (m_2i, m_2i+1) byte pairs per row, then 32 lines of nibbles: line 8c + q
 // holds bytes 4q.. of sub-block 2c in its low halves and of 2c + 1 in its
 // high halves. Each sub-block's int32 sums take one convert and one fma by
-// d * sc_j into the token's float sum; the mins' term is integer per token
-// (8 vpdpwssd of (m_j, 0) with the token's start, -sum(x_j)), then one fma
-// by dmin and one by d_x. Bounds: a sub-block's sum |sum q x| <= 32 * 15 *
-// 127 = 60960; |start| <= 32 * 127 = 4064, an int16; the mins' sum
-// <= 8 * 63 * 4064 < 2^21: every integer exact.
+// d * sc_j into the token's float sum; the mins' term is integer per token:
+// 4 vpdpwssd of the rows' (m_2i, m_2i+1) with the token's (S_2i, S_2i+1),
+// S_j = -sum(x_j), the start of block 2i (kPairSums), then one fma by dmin
+// and one by d_x. Bounds: a sub-block's sum |sum q x| <= 32 * 15 * 127 =
+// 60960; |S_j| <= 32 * 127 = 4064, an int16; the mins' sum <= 8 * 63 * 4064
+// < 2^21: every integer exact.
 struct Q4K {
   static constexpr bool kInt8 = true;
   // 12 chains + 12 float sums + a weight vector (k4_by_sub_block).
   static constexpr int kMaxToks = 12;
-  static constexpr int kOffset = 1;
+  static constexpr int kOffset = kPairSums;
   static constexpr int64_t kScalesAt = 4 * 16, kMinsAt = kScalesAt + 8 * 16;
   static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
   static constexpr int64_t kBlockBytes = kHead + 16 * kQKK / 2;
@@ -362,20 +363,15 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
     else
       k4_by_pair<T, kPrefetch>(blk, a, d, part);
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
-    // (m_j, 0) per row: vpdpwssd against a broadcast start takes m_j * start.
-    __m512i mins[8];
-    const __m512i low_half = _mm512_set1_epi32(0xFFFF);
+    __m512i mins[4];
     #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const __m512i pairs = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + Q4K::kMinsAt + 32 * i)));
-      mins[2 * i] = _mm512_and_si512(pairs, low_half);
-      mins[2 * i + 1] = _mm512_srli_epi32(pairs, 16);
-    }
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + Q4K::kMinsAt + 32 * i)));
     #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
       __m512i msum = _mm512_setzero_si512();
-      #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) msum = dpwssd_bcast(msum, mins[j], &a.at(t, j)->start);
+      #pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) msum = dpwssd_bcast(msum, mins[i], &a.at(t, 2 * i)->start);
       const __m512 v = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(msum), part[t]);
       const __m512 total = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
       _mm512_store_ps(totals[t], _mm512_fmadd_ps(v, _mm512_set1_ps(a.at(t, 0)->d), total));
@@ -697,9 +693,10 @@ void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtepi32_epi8(q[1]));
       y.d = dh;
       y.start = offset == kHalfSums ? packed_lowbit::half_sums(_mm512_reduce_add_epi32(q[0]), _mm512_reduce_add_epi32(q[1]))
-                                    : -offset * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+                                    : -(offset == kPairSums ? 1 : offset) * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
     }
   }
+  if (offset == kPairSums) pair_block_sums(out, nb, block_stride);
 }
 
 }  // namespace

@@ -134,6 +134,7 @@ int offset_of(DType t) {
     case DType::Q4_0: return 8;
     case DType::Q2_K:
     case DType::Q3_K: return kHalfSums;
+    case DType::Q4_K: return kPairSums;
     default: return is_float(t) ? kFloatActs : 1;
   }
 }
@@ -365,6 +366,25 @@ TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
     EXPECT_EQ(static_cast<int16_t>(blocks[b].start & 0xFFFF), lo) << "block " << b;
     EXPECT_EQ(blocks[b].start >> 16, hi) << "block " << b;
   }
+}
+
+TEST(PackedGemm, PairSumsHoldBothBlocksOfAPair) {
+  const int64_t k = 5 * kQK32;  // two pairs and a last block alone
+  const std::vector<float> x = random_floats(static_cast<size_t>(k), 6, -1.0f, 1.0f);
+  std::vector<uint8_t> one(packed_act_row_bytes(k)), pairs(one.size());
+  quantize_packed_act(x.data(), one.data(), k, 1, sizeof(PackedActBlock));
+  quantize_packed_act(x.data(), pairs.data(), k, kPairSums, sizeof(PackedActBlock));
+  const auto* a = reinterpret_cast<const PackedActBlock*>(one.data());
+  const auto* p = reinterpret_cast<const PackedActBlock*>(pairs.data());
+  for (int64_t b = 0; b < 5; ++b) {
+    EXPECT_EQ(pair_sum(p[b].start, b), a[b].start) << "block " << b;
+    EXPECT_EQ(std::memcmp(p[b].qs, a[b].qs, sizeof a[b].qs), 0) << "block " << b;
+    const int64_t mate = b ^ 1;
+    if (mate < 5) {
+      EXPECT_EQ(pair_sum(p[b].start, mate), a[mate].start) << "block " << b;
+    }
+  }
+  EXPECT_EQ(p[4].start >> 16, 0);
 }
 
 TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
