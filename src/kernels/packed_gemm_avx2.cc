@@ -261,12 +261,11 @@ void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t 
 
 // Q4_K, per 256-element super-block (one activation group): sub-block j's
 // int32 dot (nibbles x activations, without start) scaled by d * sc_j into
-// part; the mins' term as integers, msum = sum_j m_j * start_j, by vpmaddwd
-// of the rows' (m_2i, m_2i+1) int16 pairs with the token's (start_2i,
-// start_2i+1) (|start| <= 32 * 127 fits int16); then
-// acc = fma(fma(dmin, msum, part), d_x, acc).
+// part; the mins' term as integers, msum = sum_j m_j * S_j, by vpmaddwd
+// of the rows' (m_2i, m_2i+1) int16 pairs with the token's (S_2i, S_2i+1),
+// block 2i's start (kPairSums); then acc = fma(fma(dmin, msum, part), d_x, acc).
 struct Q4K {
-  static constexpr int kOffset = 1;
+  static constexpr int kOffset = kPairSums;
   static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
   static constexpr int64_t kBlockBytes = kHead + 16 * kQKK / 2;
   static int64_t group_bytes(int64_t k) { return k / kQKK * kBlockBytes; }
@@ -337,11 +336,8 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
       for (int t = 0; t < T; ++t) {
         __m256i msum = _mm256_setzero_si256();
         #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * j)->start) |
-                                                    static_cast<uint32_t>(act(t, 2 * j + 1)->start) << 16);
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[j], _mm256_set1_epi32(pair)));
-        }
+        for (int j = 0; j < 4; ++j)
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[j], _mm256_set1_epi32(act(t, 2 * j)->start)));
         const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[i][t]);
         acc[i][t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
       }

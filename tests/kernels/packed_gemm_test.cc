@@ -134,6 +134,7 @@ int offset_of(DType t) {
     case DType::Q4_0: return 8;
     case DType::Q2_K:
     case DType::Q3_K: return kHalfSums;
+    case DType::Q4_K: return kPairSums;
     default: return is_float(t) ? kFloatActs : 1;
   }
 }
@@ -331,6 +332,42 @@ TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
   if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
 }
 
+// Q4_K's kernels walk a tile's tokens in two ways (pairs of sub-blocks for
+// few tokens, one sub-block at a time for more): every token count across
+// two tiles and a ragged one, an odd number of super-blocks, and the
+// integer sums at their limits (quants 15, 6-bit scales and mins 63,
+// against activations all +127 or alternating in sign), bit for bit.
+TEST(PackedGemm, Q4KKernelsEqualTheReferenceAtEveryTokenCount) {
+  const int64_t rows = 32;
+  bool ran = false;
+  for (CpuLevel level : testing::runnable_levels()) {
+    const PackedKernels* pk = kernels_at(level).packed(DType::Q4_K);
+    if (!pk) continue;
+    ran = true;
+    for (int64_t k : {256, 768})
+      for (int fill : {-1, 0x00, 0xFF}) {  // -1: random quants and scales
+        QuantMatrix w = random_matrix(DType::Q4_K, k, rows, static_cast<uint32_t>(k + fill));
+        if (fill >= 0)
+          for (size_t b = 0; b < w.bytes.size(); b += sizeof(BlockQ4_K))
+            std::memset(&w.bytes[b + 4], fill, sizeof(BlockQ4_K) - 4);  // all but d and dmin
+        const auto packed = packed_copy(w.view);
+        for (int64_t m = 1; m <= 27; ++m) {
+          auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
+          for (int64_t t = 0; t < m; t += 3)  // every third token +127 or alternating
+            for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(t * k + i)] = t % 2 && i % 2 ? -1.0f : 1.0f;
+          const auto xp = packed_acts(x, k, m, pk->offset);
+          const size_t xs = act_stride(k, m, pk->offset);
+          std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+          packed_gemm_reference(DType::Q4_K, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+          ASSERT_TRUE(same_bits(ref, got)) << "k=" << k << " fill " << fill << " m=" << m << " at "
+                                           << cpu_level_name(level);
+        }
+      }
+  }
+  if (!ran) GTEST_SKIP() << "no packed Q4_K kernels on this machine";
+}
+
 TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
   const int64_t k = 64;
   std::vector<float> x = random_floats(static_cast<size_t>(k), 5, -1.0f, 1.0f);
@@ -345,6 +382,25 @@ TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
     EXPECT_EQ(static_cast<int16_t>(blocks[b].start & 0xFFFF), lo) << "block " << b;
     EXPECT_EQ(blocks[b].start >> 16, hi) << "block " << b;
   }
+}
+
+TEST(PackedGemm, PairSumsHoldBothBlocksOfAPair) {
+  const int64_t k = 5 * kQK32;  // two pairs and a last block alone
+  const std::vector<float> x = random_floats(static_cast<size_t>(k), 6, -1.0f, 1.0f);
+  std::vector<uint8_t> one(packed_act_row_bytes(k)), pairs(one.size());
+  quantize_packed_act(x.data(), one.data(), k, 1, sizeof(PackedActBlock));
+  quantize_packed_act(x.data(), pairs.data(), k, kPairSums, sizeof(PackedActBlock));
+  const auto* a = reinterpret_cast<const PackedActBlock*>(one.data());
+  const auto* p = reinterpret_cast<const PackedActBlock*>(pairs.data());
+  for (int64_t b = 0; b < 5; ++b) {
+    EXPECT_EQ(pair_sum(p[b].start, b), a[b].start) << "block " << b;
+    EXPECT_EQ(std::memcmp(p[b].qs, a[b].qs, sizeof a[b].qs), 0) << "block " << b;
+    const int64_t mate = b ^ 1;
+    if (mate < 5) {
+      EXPECT_EQ(pair_sum(p[b].start, mate), a[mate].start) << "block " << b;
+    }
+  }
+  EXPECT_EQ(p[4].start >> 16, 0);
 }
 
 TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
