@@ -77,9 +77,10 @@ void BM_Matvec(benchmark::State& state, DType t) {
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
-// args: m (tokens), threads.
-void BM_Matmul(benchmark::State& state, DType t) {
-  const int64_t k = 2048, n_out = 5632, m = state.range(0);
+// args: m (tokens), threads. TinyLlama's FFN gate/up (2048 x 5632) or, with
+// down, its down projection (5632 x 2048): the same FLOPs, rows 5.5x as long.
+void BM_Matmul(benchmark::State& state, DType t, bool down = false) {
+  const int64_t k = down ? 5632 : 2048, n_out = down ? 2048 : 5632, m = state.range(0);
   const Weights w(t, k, n_out, 1);
   ThreadPool pool(static_cast<int>(state.range(1)));
   const auto x = random_activations(static_cast<size_t>(k * m));
@@ -100,6 +101,8 @@ BENCHMARK_CAPTURE(BM_Matvec, bf16, DType::BF16)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, f32, DType::F32)
     ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, f16, DType::F16)
+    ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matmul, f16_down, DType::F16, true)
     ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, bf16, DType::BF16)
     ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);

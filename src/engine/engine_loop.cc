@@ -84,8 +84,11 @@ void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& canc
   for (Pending& p : submits) {
     const int64_t id = p.id;
     TokenCallback cb = [this, id, inner = std::move(p.on_token)](const TokenEvent& ev) {
-      if (ev.request_ended) live_.erase(id);
-      inner(ev);
+      if (!ev.request_ended) return inner(ev);
+      live_.erase(id);
+      // Held until the step's metrics are published, so that a client
+      // holding its whole answer finds it counted on /metrics.
+      endings_.push_back({ev, ev.timings ? *ev.timings : RequestTimings{}, inner});
     };
     live_.insert(id);
     auto submitted = engine_.submit(std::move(p.prompt), p.params, cb, id);
@@ -106,8 +109,27 @@ void EngineLoop::apply(std::vector<Pending>& submits, std::vector<int64_t>& canc
 
 void EngineLoop::publish() {
   EngineMetrics m = engine_.metrics();
-  std::lock_guard lock(metrics_mu_);
-  metrics_ = std::move(m);
+  {
+    std::lock_guard lock(metrics_mu_);
+    metrics_ = std::move(m);
+  }
+  std::vector<Ending> endings;
+  endings.swap(endings_);
+  for (Ending& e : endings) {
+    if (e.event.timings) e.event.timings = &e.timings;  // the sequence it pointed into is gone
+    e.on_token(e.event);
+  }
+}
+
+void EngineLoop::pool(std::vector<EmbedJob>& embeds) {
+  std::vector<Result<Embeddings>> results;
+  for (EmbedJob& job : embeds) results.push_back(engine_.embed(job.inputs, job.pooling));
+  publish();  // as with answers: counted before they are heard
+  for (size_t i = 0; i < embeds.size(); ++i) {
+    embeds[i].done.set_value(std::move(results[i]));
+    --in_flight_;
+  }
+  embeds.clear();
 }
 
 void EngineLoop::run() {
@@ -128,11 +150,7 @@ void EngineLoop::run() {
     apply(submits, cancels);
     submits.clear();
     cancels.clear();
-    for (EmbedJob& job : embeds) {
-      job.done.set_value(engine_.embed(job.inputs, job.pooling));
-      --in_flight_;
-    }
-    embeds.clear();
+    if (!embeds.empty()) pool(embeds);
     if (!engine_.idle()) {
       if (Status st = engine_.step(); !st) engine_.fail_all("the engine failed: " + st.error().message);
     }

@@ -62,8 +62,18 @@ class EngineLoop {
     std::promise<Result<Embeddings>> done;
   };
 
+  // A request's last event, copied out of its sequence.
+  struct Ending {
+    TokenEvent event;
+    RequestTimings timings;
+    TokenCallback on_token;
+  };
+
   void run();
   void apply(std::vector<Pending>& submits, std::vector<int64_t>& cancels);
+  // Pools embedding jobs between steps and answers them.
+  void pool(std::vector<EmbedJob>& embeds);
+  // Publishes the engine's metrics, then delivers the requests' last events.
   void publish();
 
   Engine& engine_;
@@ -82,6 +92,7 @@ class EngineLoop {
 
   // Engine thread only: requests submitted and not yet finished.
   std::unordered_set<int64_t> live_;
+  std::vector<Ending> endings_;
   std::thread thread_;
 };
 

@@ -126,7 +126,7 @@ void k4_reference(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* 
               isum += (j % 2 ? byte >> 4 : byte & 0x0F) * a.qs[i];
             }
             part = std::fma(static_cast<float>(isum), f16_to_f32(dh) * blk[4 * kPackRows + j * kPackRows + r], part);
-            msum += blk[k4_min_offset(j, r)] * a.start;
+            msum += blk[k4_min_offset(j, r)] * pair_sum(a.start, j);
           }
           // The super-block is one activation group: one scale d_x.
           const float v = std::fma(f16_to_f32(mh), static_cast<float>(msum), part);
@@ -196,8 +196,22 @@ void quantize_packed_act(const float* x, uint8_t* out, int64_t k, int offset, si
         sum[i / 16] += y.qs[i];
       }
       y.d = f16_to_f32(f32_to_f16(d));
-      y.start = offset == kHalfSums ? packed_lowbit::half_sums(sum[0], sum[1]) : -offset * (sum[0] + sum[1]);
+      y.start = offset == kHalfSums ? packed_lowbit::half_sums(sum[0], sum[1])
+                                    : -(offset == kPairSums ? 1 : offset) * (sum[0] + sum[1]);
     }
+  }
+  if (offset == kPairSums) pair_block_sums(out, nb, block_stride);
+}
+
+void pair_block_sums(uint8_t* out, int64_t nb, size_t block_stride) {
+  const auto start = [&](int64_t b) -> int32_t& {
+    return reinterpret_cast<PackedActBlock*>(out + static_cast<size_t>(b) * block_stride)->start;
+  };
+  for (int64_t b = 0; b < nb; b += 2) {
+    const int32_t high = b + 1 < nb ? start(b + 1) : 0;
+    start(b) = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(start(b))) |
+                                    static_cast<uint32_t>(high) << 16);
+    if (b + 1 < nb) start(b + 1) = start(b);
   }
 }
 

@@ -42,8 +42,8 @@
 // the call: decode gets the bits it gets inside a batch. (Q4_K, whose
 // super-block is one activation group: per sub-block j, part =
 // fma(float(isum_j), d * sc_j, part), d * sc_j exact in f32; the mins' term
-// in integers, msum = sum_j m_j * start_j (start = -sum(q)); then
-// acc = fma(fma(dmin, float(msum), part), d_x, acc). Float weights: two
+// in integers, msum = sum_j m_j * S_j (S_j = -sum(q) of block j, kPairSums);
+// then acc = fma(fma(dmin, float(msum), part), d_x, acc). Float weights: two
 // sums, of the even and of the odd k, each by fma in k order, then
 // even + odd.)
 #pragma once
@@ -81,11 +81,25 @@ inline constexpr int kFloatActs = -1;
 // start holds the sums of the block's two halves as int16 (low: elements
 // 0..15), packed_lowbit::half_sums.
 inline constexpr int kHalfSums = -2;
+// PackedKernels::offset of Q4_K, whose mins' term takes its sub-blocks two
+// at a time (one int16 pair product each): blocks 2i and 2i + 1 both hold
+// (-sum(q) of block 2i, -sum(q) of block 2i + 1) as int16, low the even
+// block's (|sum| <= 32 * 127); a last unpaired block has 0 in its high half.
+inline constexpr int kPairSums = -3;
+
+// Block j's own -sum(q) from a kPairSums start.
+inline int32_t pair_sum(int32_t start, int64_t j) {
+  return j % 2 ? start >> 16 : static_cast<int16_t>(static_cast<uint16_t>(start));
+}
+
+// The starts of a row's nb blocks (block_stride bytes apart from out), each
+// -sum(q), rewritten as kPairSums pairs.
+void pair_block_sums(uint8_t* out, int64_t nb, size_t block_stride);
 
 struct PackedKernels {
   // The weights' unsigned offset, 128 (Q8_0, IQ4_NL, IQ4_XS), 16 (Q5_0) or
-  // 8 (Q4_0), or 1 for Q4_K and Q5_1 (whose mins need sum(q) itself); or
-  // kFloatActs or kHalfSums.
+  // 8 (Q4_0), or 1 for Q5_1 (whose mins need sum(q) itself); or kFloatActs,
+  // kHalfSums or kPairSums (Q4_K).
   int offset;
   PackedGemm gemm;
   // quantize_packed_act's result, faster (nullptr for the float types).

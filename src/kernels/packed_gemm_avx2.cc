@@ -1,5 +1,6 @@
 // AVX2 kernels of the packed layouts (packed_gemm.h): Q8_0, Q4_0, Q4_K,
-// IQ4_NL, Q5_0 (packed_lowbit.h), and F32, F16, BF16.
+// IQ4_NL, Q5_0, Q5_1, IQ4_XS, Q2_K, Q3_K (packed_lowbit.h), and F32, F16,
+// BF16.
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
@@ -8,6 +9,9 @@
 // kernel; a half keeps the 4 tokens' sums, group sums and totals (12
 // registers) plus the weights being used. The other half re-reads the same
 // cache lines from L1/L2, so the matrix still comes from memory once.
+// Decode (one token) needs few registers, and both halves run block by
+// block in one pass (the micro-kernels' kH = 2): a line is used whole while
+// it is in L1, and the lines ahead are prefetched, as in the AVX-512 kernels.
 //
 // Without vpdpbusd, a u8 x s8 dot is vpmaddubsw (pairs to saturating s16)
 // then vpmaddwd by ones (to s32):
@@ -26,6 +30,7 @@
 
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/quant_blocks.h"
@@ -55,12 +60,44 @@ constexpr int kHalf = 8;    // rows per ymm
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Accumulators of kH halves x T tokens.
+template <int kH, int T>
+[[gnu::always_inline]] inline void zero(__m256 (&v)[kH][T]) {
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) v[i][t] = _mm256_setzero_ps();
+}
+
+// Token t's half h0 + i of a group's 16 outputs, ys floats from one token's to the next.
+template <int kH, int T>
+[[gnu::always_inline]] inline void store_halves(const __m256 (&acc)[kH][T], int h0, float* y, int64_t ys) {
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
+}
+
+// The 32 bits at mask as bytes: byte k is v where bit k is set, else 0.
+[[gnu::always_inline]] inline __m256i mask_bytes(const uint8_t* mask, char v) {
+  int32_t bits;
+  std::memcpy(&bits, mask, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(v));
+}
+
 // The 32-element types: bytes of one block of a group (16 f16 scales, then
-// 16 rows of quants).
-template <int kOffsetV, int64_t kQuantBytes>
+// 16 rows of quants). Q5_1 has a second row of 16 f16 (its mins) before the
+// quants.
+template <int kOffsetV, int64_t kQuantBytes, bool kAffineV = false>
 struct Int8Blocks {
   static constexpr int kOffset = kOffsetV;
-  static constexpr int64_t kBlockBytes = 32 + 16 * kQuantBytes;
+  static constexpr bool kAffine = kAffineV;
+  static constexpr int64_t kQuantAt = kAffine ? 64 : 32;
+  static constexpr int64_t kBlockBytes = kQuantAt + 16 * kQuantBytes;
   static constexpr int64_t kElems = kQK32;
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
 };
@@ -139,26 +176,19 @@ struct IQ4NL : Int8Blocks<128, 16> {
   }
 };
 
-// Q5_0 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half h's 32
-// bits of each 64-bit mask widened to bytes (byte k gets bit k). Levels
-// 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens them.
-struct Q5_0W : Int8Blocks<16, 20> {
-  [[gnu::always_inline]] static __m256i fifth_bits(const uint8_t* mask) {
-    int32_t bits;
-    std::memcpy(&bits, mask, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(bits), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
-                                                  3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-  }
+// Q5_0 / Q5_1 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half
+// h's 32 bits of each 64-bit mask widened to bytes (byte k gets bit k).
+// Levels 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens
+// them. Q5_1's sums start at 0: its mins' term, m * sum(x), comes apart.
+template <int kOffsetV, bool kAffineV>
+struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
   template <int T>
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int h, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     // qs is the block's nibbles + 32h; mask c's half h at nibbles + 256 + 8c + 4h.
     const uint8_t* masks = qs - 4 * kHalf * h + packed_lowbit::kNibbles + 4 * h;
     #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) s[t] = _mm256_set1_epi32(a[t]->start);
+    for (int t = 0; t < T; ++t) s[t] = kAffineV ? _mm256_setzero_si256() : _mm256_set1_epi32(a[t]->start);
     #pragma GCC unroll 2
     for (int e = 0; e < 2; ++e) {  // low nibbles (elements 0..15), then high (16..31)
       __m256i p[T];
@@ -168,7 +198,7 @@ struct Q5_0W : Int8Blocks<16, 20> {
       for (int j = 0; j < 4; ++j) {
         const __m256i raw = load(qs + 64 * j);
         const __m256i nib = _mm256_and_si256(e == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
-        const __m256i u = _mm256_or_si256(nib, fifth_bits(masks + 8 * (4 * e + j)));
+        const __m256i u = _mm256_or_si256(nib, mask_bytes(masks + 8 * (4 * e + j), 16));
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(u, bcast4(a[t]->qs + 16 * e + 4 * j)));
       }
@@ -177,117 +207,296 @@ struct Q5_0W : Int8Blocks<16, 20> {
     }
   }
 };
+using Q5_0W = Q5<16, false>;
+using Q5_1W = Q5<1, true>;
 
-// Half h of a group (rows 8h..8h+7) against T tokens, all blocks: per block
-// part = fma(isum, d_w, part); per activation group acc = fma(part, d_x, acc).
-template <class W, int T>
-void half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+// Where the one-token kernels prefetch to: as far as the AVX-512 ones.
+constexpr int64_t kPrefetchBytes = 4096;
+
+// kH halves of a group from half h0 (rows 8h0..8(h0 + kH) - 1) against T
+// tokens, all blocks: per block part = fma(isum, d_w, part) (Q5_1: then
+// part -= d_m * start, start = -sum(x)); per activation group acc =
+// fma(part, d_x, acc). Batches run one half at a time (kH = 1: 4 tokens'
+// sums fit the registers); decode runs both in one pass (kH = 2, T = 1), so
+// a line is used whole while it is in L1, with the lines ahead prefetched.
+// Each lane's operations and order do not depend on kH.
+template <class W, int T, int kH = 1>
+void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const int64_t nb = k / kQK32;
-  __m256 acc[T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[kH][T];
+  zero(acc);
   for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
     const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
     const auto* group_acts = reinterpret_cast<const PackedActBlock*>(x);
-    __m256 part[T];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    __m256 part[kH][T];
+    zero(part);
     for (int64_t b = g0; b < g1; ++b, blk += W::kBlockBytes, x += xs) {
+      if constexpr (kH == 2)
+        for (int64_t off = 0; off < W::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
       const PackedActBlock* a[T];
       #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const PackedActBlock*>(x) + t;
-      const __m256 dw = load_f16(blk + 2 * kHalf * h);
-      __m256i s[T];
-      W::template dot<T>(blk + 32 + 4 * kHalf * h, h, a, s);
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[t]);
+      #pragma GCC unroll 2
+      for (int i = 0; i < kH; ++i) {
+        const int h = h0 + i;
+        const __m256 dw = load_f16(blk + 2 * kHalf * h);
+        __m256i s[T];
+        W::template dot<T>(blk + W::kQuantAt + 4 * kHalf * h, h, a, s);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[i][t]);
+          if constexpr (W::kAffine)
+            part[i][t] = _mm256_fnmadd_ps(load_f16(blk + 32 + 2 * kHalf * h),
+                                          _mm256_set1_ps(static_cast<float>(a[t]->start)), part[i][t]);
+        }
+      }
     }
     #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(part[t], _mm256_set1_ps(group_acts[t].d), acc[t]);
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(group_acts[t].d), acc[i][t]);
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
+  store_halves(acc, h0, y, ys);
 }
 
 // Q4_K, per 256-element super-block (one activation group): sub-block j's
 // int32 dot (nibbles x activations, without start) scaled by d * sc_j into
-// part; the mins' term as integers, msum = sum_j m_j * start_j, by vpmaddwd
-// of the rows' (m_2i, m_2i+1) int16 pairs with the token's (start_2i,
-// start_2i+1) (|start| <= 32 * 127 fits int16); then
-// acc = fma(fma(dmin, msum, part), d_x, acc).
+// part; the mins' term as integers, msum = sum_j m_j * S_j, by vpmaddwd
+// of the rows' (m_2i, m_2i+1) int16 pairs with the token's (S_2i, S_2i+1),
+// block 2i's start (kPairSums); then acc = fma(fma(dmin, msum, part), d_x, acc).
 struct Q4K {
-  static constexpr int kOffset = 1;
+  static constexpr int kOffset = kPairSums;
   static constexpr int64_t kHead = 4 * 16 + 2 * 8 * 16;
   static constexpr int64_t kBlockBytes = kHead + 16 * kQKK / 2;
   static int64_t group_bytes(int64_t k) { return k / kQKK * kBlockBytes; }
 };
 
-template <int T>
-void k4_half_micro(int64_t k, const uint8_t* blk, int h, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+// kH halves from h0 against T tokens, as half_micro's kH.
+template <int T, int kH = 1>
+void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
-  __m256 acc[T];
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[kH][T];
+  zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += Q4K::kBlockBytes, x += 8 * xs) {
-    const __m256 d = load_f16(blk + 2 * kHalf * h);
-    __m256 part[T];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) part[t] = _mm256_setzero_ps();
+    __m256 part[kH][T];
+    zero(part);
     for (int c = 0; c < 4; ++c) {
-      __m256i p[2][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
+      __m256i p[2][kH][T];  // s16 pair sums of sub-blocks 2c and 2c + 1: 8 of at most 3810
       #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) p[0][t] = p[1][t] = _mm256_setzero_si256();
+      for (int t = 0; t < T; ++t)
+        for (int i = 0; i < kH; ++i) p[0][i][t] = p[1][i][t] = _mm256_setzero_si256();
       #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
-        const __m256i raw = load(blk + Q4K::kHead + (c * 8 + q) * 64 + 4 * kHalf * h);
-        const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+        const uint8_t* line = blk + Q4K::kHead + (c * 8 + q) * 64;
+        if constexpr (kH == 2) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+        __m256i lo[kH], hi[kH];
+        #pragma GCC unroll 2
+        for (int i = 0; i < kH; ++i) {
+          const __m256i raw = load(line + 4 * kHalf * (h0 + i));
+          lo[i] = _mm256_and_si256(raw, low);
+          hi[i] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+        }
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          p[0][t] = _mm256_add_epi16(p[0][t], _mm256_maddubs_epi16(lo, bcast4(act(t, 2 * c)->qs + 4 * q)));
-          p[1][t] = _mm256_add_epi16(p[1][t], _mm256_maddubs_epi16(hi, bcast4(act(t, 2 * c + 1)->qs + 4 * q)));
+          const __m256i a0 = bcast4(act(t, 2 * c)->qs + 4 * q), a1 = bcast4(act(t, 2 * c + 1)->qs + 4 * q);
+          #pragma GCC unroll 2
+          for (int i = 0; i < kH; ++i) {
+            p[0][i][t] = _mm256_add_epi16(p[0][i][t], _mm256_maddubs_epi16(lo[i], a0));
+            p[1][i][t] = _mm256_add_epi16(p[1][i][t], _mm256_maddubs_epi16(hi[i], a1));
+          }
         }
       }
       #pragma GCC unroll 2
-      for (int e = 0; e < 2; ++e) {
-        const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
-        const __m256 sc_f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
-        const __m256 ds = _mm256_mul_ps(d, sc_f);  // exact: 11-bit d times 6-bit sc
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][t], ones)), ds, part[t]);
-      }
+      for (int e = 0; e < 2; ++e)
+        #pragma GCC unroll 2
+        for (int i = 0; i < kH; ++i) {
+          const int h = h0 + i;
+          const uint8_t* sc = blk + 64 + (2 * c + e) * 16 + kHalf * h;
+          const __m256 sc_f =
+              _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+          const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), sc_f);  // exact: 11-bit d times 6-bit sc
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t)
+            part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p[e][i][t], ones)), ds, part[i][t]);
+        }
     }
-    const __m256 dmin = load_f16(blk + 32 + 2 * kHalf * h);
-    __m256i mins[4];  // pair i: rows' (m_2i, m_2i+1) as int16
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      mins[i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * i + 2 * kHalf * h)));
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      __m256i msum = _mm256_setzero_si256();
+    if constexpr (kH == 2)
+      for (int64_t off = 0; off < Q4K::kHead; off += 64)  // the next head
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + Q4K::kBlockBytes + off, _MM_HINT_T0);
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) {
+      const int h = h0 + i;
+      const __m256 dmin = load_f16(blk + 32 + 2 * kHalf * h);
+      __m256i mins[4];  // pair i: rows' (m_2i, m_2i+1) as int16
       #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(act(t, 2 * i)->start) |
-                                                  static_cast<uint32_t>(act(t, 2 * i + 1)->start) << 16);
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[i], _mm256_set1_epi32(pair)));
+      for (int j = 0; j < 4; ++j)
+        mins[j] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 128 + 32 * j + 2 * kHalf * h)));
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        __m256i msum = _mm256_setzero_si256();
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j)
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[j], _mm256_set1_epi32(act(t, 2 * j)->start)));
+        const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[i][t]);
+        acc[i][t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
       }
-      const __m256 v = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(msum), part[t]);
-      acc[t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[t]);
     }
   }
-  #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * ys + kHalf * h, acc[t]);
+  store_halves(acc, h0, y, ys);
 }
+
+// IQ4_XS (packed_lowbit.h), per 256-element super-block (one activation
+// group): sub-block j's lines are IQ4_NL's (its dot, from start), part =
+// fma(isum, d * ls_j, part); acc = fma(part, d_x, acc). kH as half_micro's.
+template <int T, int kH = 1>
+void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
+  __m256 acc[kH][T];
+  zero(acc);
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
+    __m256 part[kH][T];
+    zero(part);
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
+      if constexpr (kH == 2)
+        for (int q = 0; q < 4; ++q)
+          _mm_prefetch(reinterpret_cast<const char*>(lines) + kPrefetchBytes + 64 * q, _MM_HINT_T0);
+      const PackedActBlock* a[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) a[t] = act(t, j);
+      #pragma GCC unroll 2
+      for (int i = 0; i < kH; ++i) {
+        const int h = h0 + i;
+        __m256i s[T];
+        IQ4NL::dot<T>(lines + 4 * kHalf * h, h, a, s);
+        const __m128i ls = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kD + 16 * j + kHalf * h));
+        const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ls)));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), ds, part[i][t]);
+      }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
+  }
+  store_halves(acc, h0, y, ys);
+}
+
+// Q2_K / Q3_K (packed_lowbit.h), per 256-element super-block (one
+// activation group), all in int32: per sub-block j of 16, the 2-bit fields
+// of its line as 4 vectors (Q3_K: + 4 under the third bits' masks), 4
+// vpmaddubsw into s16 pairs (at most 4 x 2 x 7 x 127 = 7112), and isum +=
+// pairs . (sc_j, sc_j) by one vpmaddwd, which widens and scales at once.
+// The offset term per pair of sub-blocks is one vpmaddwd of the rows'
+// (c_2p, c_2p+1) int16 pairs with the token's half sums (kHalfSums): Q2_K's
+// mins into msum, Q3_K's -4 * sc into isum. Then v = d * float(isum) (Q2_K:
+// v = fma(-dmin, float(msum), v)) and acc = fma(v, d_x, acc), the
+// reference's steps. kH as half_micro's.
+template <bool kQ3, int T, int kH = 1>
+void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  using namespace packed_lowbit;
+  constexpr int64_t kHead = kQ3 ? kQ3KHead : kQ2KHead, kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
+  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD;
+  const __m256i three = _mm256_set1_epi8(3), nibble = _mm256_set1_epi16(0xF);
+  // vpshufb patterns copying each lane's low (high) int16 into both halves.
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_add_epi8(dup_lo, _mm256_set1_epi8(2));
+  auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
+  __m256 acc[kH][T];
+  zero(acc);
+  for (int64_t b = 0; b < k / kQKK; ++b, blk += kBytes, x += 8 * xs) {
+    if constexpr (kH == 2)
+      for (int64_t off = 0; off < kHead; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) {
+      const int h = h0 + i;
+      __m256i isum[T], msum[T];
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+      for (int p = 0; p < 8; ++p) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kPairsAt + 32 * p + 16 * h));
+        const __m256i pairs = kQ3 ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw);
+        const __m256i sc = kQ3 ? pairs : _mm256_and_si256(pairs, nibble);
+        // Q2_K: the mins; Q3_K: -4 * sc, the levels' offset.
+        const __m256i off = kQ3 ? _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pairs, 2))
+                                : _mm256_srli_epi16(pairs, 4);
+        #pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e) {
+          const int64_t line = 2 * p + e;
+          const uint8_t* q = blk + kHead + 64 * line + 4 * kHalf * h;
+          if constexpr (kH == 2)
+            if (i == 0) _mm_prefetch(reinterpret_cast<const char*>(blk + kHead + 64 * line) + kPrefetchBytes, _MM_HINT_T0);
+          const __m256i raw_line = load(q);
+          __m256i w[4];
+          #pragma GCC unroll 4
+          for (int f = 0; f < 4; ++f) {
+            w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
+            if constexpr (kQ3)
+              w[f] = _mm256_add_epi8(w[f], mask_bytes(blk + kHead + kCrumbs + 32 * line + 8 * f + 4 * h, 4));
+          }
+          const __m256i scv = _mm256_shuffle_epi8(sc, e == 0 ? dup_lo : dup_hi);
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            __m256i s16 = _mm256_maddubs_epi16(w[0], bcast4(act(t, p)->qs + 16 * e));
+            #pragma GCC unroll 3
+            for (int f = 1; f < 4; ++f)
+              s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[f], bcast4(act(t, p)->qs + 16 * e + 4 * f)));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, scv));
+          }
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          __m256i& into = kQ3 ? isum[t] : msum[t];
+          into = _mm256_add_epi32(into, _mm256_madd_epi16(off, _mm256_set1_epi32(act(t, p)->start)));
+        }
+      }
+      const __m256 d = load_f16(blk + 2 * kHalf * h);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[t]));
+        if constexpr (!kQ3) v = _mm256_fnmadd_ps(load_f16(blk + kD + 2 * kHalf * h), _mm256_cvtepi32_ps(msum[t]), v);
+        acc[i][t] = _mm256_fmadd_ps(v, _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
+      }
+    }
+  }
+  store_halves(acc, h0, y, ys);
+}
+
+template <bool kQ3>
+struct KLow {
+  static constexpr int kOffset = kHalfSums;
+  static int64_t group_bytes(int64_t k) {
+    return k / kQKK * (kQ3 ? packed_lowbit::kQ3KBytes : packed_lowbit::kQ2KBytes);
+  }
+};
+
+struct IQ4XS {
+  static constexpr int kOffset = 128;
+  static int64_t group_bytes(int64_t k) { return k / kQKK * packed_lowbit::kIq4XsBytes; }
+};
 
 using HalfFn = void (*)(int64_t, const uint8_t*, int, const uint8_t*, size_t, float*, int64_t);
 
+// W's micro-kernel: kH halves of a group from half h0 against T tokens.
+template <class W, int T, int kH = 1>
+void micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
+  if constexpr (std::is_same_v<W, Q4K>)
+    k4_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
+  else if constexpr (std::is_same_v<W, IQ4XS>)
+    iq4xs_half_micro<T, kH>(k, blk, h0, x, xs, y, ys);
+  else if constexpr (std::is_same_v<W, KLow<false>> || std::is_same_v<W, KLow<true>>)
+    k_low_half_micro<std::is_same_v<W, KLow<true>>, T, kH>(k, blk, h0, x, xs, y, ys);
+  else
+    half_micro<W, T, kH>(k, blk, h0, x, xs, y, ys);
+}
+
 template <class W, int... T>
 constexpr std::array<HalfFn, kSub> half_fns(std::integer_sequence<int, T...>) {
-  if constexpr (requires { W::kHead; })
-    return {&k4_half_micro<T + 1>...};
-  else
-    return {&half_micro<W, T + 1>...};
+  return {&micro<W, T + 1>...};
 }
 
 // One group's 16 rows against tokens [t, t_end): each half, 4 tokens at a time.
@@ -306,6 +515,10 @@ template <class W>
 void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok, float* y,
           int64_t ys) {
   const int64_t group_bytes = W::group_bytes(k);
+  if (n_tok == 1) {  // decode: both halves of each group in one pass
+    for (int64_t g = 0; g < n_groups; ++g) micro<W, 1, 2>(k, w + g * group_bytes, 0, x, xs, y + g * kPackRows, 0);
+    return;
+  }
   constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
   // Each group runs both its halves over a whole block (group_tokens).
   const int64_t tok_block = tokens_per_block(packed_act_row_bytes(k), kSub);
@@ -474,10 +687,10 @@ constexpr PackedTypeKernels kPackedAvx2 = {
     {kFloatActs, &float_gemm<BF16Elems>, nullptr},
     {IQ4NL::kOffset, &gemm<IQ4NL>, &quantize_packed_act},
     {Q5_0W::kOffset, &gemm<Q5_0W>, &quantize_packed_act},
-    {},  // Q5_1, IQ4_XS, Q2_K, Q3_K: AVX-512 only
-    {},
-    {},
-    {},
+    {Q5_1W::kOffset, &gemm<Q5_1W>, &quantize_packed_act},
+    {IQ4XS::kOffset, &gemm<IQ4XS>, &quantize_packed_act},
+    {kHalfSums, &gemm<KLow<false>>, &quantize_packed_act},
+    {kHalfSums, &gemm<KLow<true>>, &quantize_packed_act},
 };
 
 }  // namespace duet

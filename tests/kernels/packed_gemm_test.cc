@@ -134,6 +134,7 @@ int offset_of(DType t) {
     case DType::Q4_0: return 8;
     case DType::Q2_K:
     case DType::Q3_K: return kHalfSums;
+    case DType::Q4_K: return kPairSums;
     default: return is_float(t) ? kFloatActs : 1;
   }
 }
@@ -244,13 +245,27 @@ void expect_reference_bits(DType t, const PackedKernels& pk, int64_t k, int64_t 
   EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " k=" << k << " rows=" << rows << " m=" << m;
 }
 
+// Each of m tokens alone through one group of rows (decode's one-token
+// kernels) equals its rows of ref, the m-token result.
+void expect_each_token_alone(const PackedKernels& pk, int64_t k, const std::vector<uint8_t>& packed,
+                             const std::vector<uint8_t>& xp, size_t xs, int64_t m, const std::vector<float>& ref,
+                             int64_t rows, std::string_view what) {
+  for (int64_t tok = 0; tok < m; ++tok) {
+    std::vector<float> one(static_cast<size_t>(rows), NAN);
+    pk.gemm(k, packed.data(), 1, xp.data() + tok * sizeof(PackedActBlock), xs, 1, one.data(), rows);
+    const std::vector<float> want(ref.begin() + tok * rows, ref.begin() + (tok + 1) * rows);
+    EXPECT_TRUE(same_bits(want, one)) << what << " token " << tok;
+  }
+}
+
 // The AVX2 level's own kernels (the test above reaches them only through
 // runnable_levels() on a machine whose best level is AVX2 or above): batch
 // sizes of decode, a ragged 4-token sub-tile, one and four 16-row groups'
 // worth of tokens, and a prefill long enough to use several token blocks.
 TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::IQ4_NL}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS,
+                  DType::Q2_K, DType::Q3_K}) {
     const PackedKernels* pk = kernels_at(CpuLevel::kAvx2).packed(t);
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     for (int64_t k : {256, 1280, 2816})  // 8 blocks, 5 groups, 11 groups (Q4_K: super-blocks)
@@ -309,6 +324,7 @@ TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
     packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
     pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
     EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t);
+    expect_each_token_alone(*pk, k, packed, xp, xs, m, ref, rows, dtype_name(t));
   }
 }
 
@@ -341,19 +357,45 @@ TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
         packed_gemm_reference(t, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
         pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
         EXPECT_TRUE(same_bits(ref, got)) << dtype_name(t) << " fill " << int{fill} << " at " << cpu_level_name(level);
-        // Each token alone: the one-token (decode) kernels.
-        for (int64_t tok = 0; tok < m; ++tok) {
-          const std::vector<float> one(x.begin() + tok * k, x.begin() + (tok + 1) * k);
-          const auto op = packed_acts(one, k, 1, pk->offset);
-          const size_t os = act_stride(k, 1, pk->offset);
-          std::vector<float> ref1(static_cast<size_t>(rows)), got1(ref1.size(), NAN);
-          packed_gemm_reference(t, k, packed.data(), 1, op.data(), os, 1, ref1.data(), rows);
-          pk->gemm(k, packed.data(), 1, op.data(), os, 1, got1.data(), rows);
-          EXPECT_TRUE(same_bits(ref1, got1)) << dtype_name(t) << " fill " << int{fill} << " token " << tok << " alone at "
-                                             << cpu_level_name(level);
-        }
+        expect_each_token_alone(*pk, k, packed, xp, xs, m, ref, rows, dtype_name(t));
       }
   if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
+}
+
+// Q4_K's kernels walk a tile's tokens in two ways (pairs of sub-blocks for
+// few tokens, one sub-block at a time for more): every token count across
+// two tiles and a ragged one, an odd number of super-blocks, and the
+// integer sums at their limits (quants 15, 6-bit scales and mins 63,
+// against activations all +127 or alternating in sign), bit for bit.
+TEST(PackedGemm, Q4KKernelsEqualTheReferenceAtEveryTokenCount) {
+  const int64_t rows = 32;
+  bool ran = false;
+  for (CpuLevel level : testing::runnable_levels()) {
+    const PackedKernels* pk = kernels_at(level).packed(DType::Q4_K);
+    if (!pk) continue;
+    ran = true;
+    for (int64_t k : {256, 768})
+      for (int fill : {-1, 0x00, 0xFF}) {  // -1: random quants and scales
+        QuantMatrix w = random_matrix(DType::Q4_K, k, rows, static_cast<uint32_t>(k + fill));
+        if (fill >= 0)
+          for (size_t b = 0; b < w.bytes.size(); b += sizeof(BlockQ4_K))
+            std::memset(&w.bytes[b + 4], fill, sizeof(BlockQ4_K) - 4);  // all but d and dmin
+        const auto packed = packed_copy(w.view);
+        for (int64_t m = 1; m <= 27; ++m) {
+          auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
+          for (int64_t t = 0; t < m; t += 3)  // every third token +127 or alternating
+            for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(t * k + i)] = t % 2 && i % 2 ? -1.0f : 1.0f;
+          const auto xp = packed_acts(x, k, m, pk->offset);
+          const size_t xs = act_stride(k, m, pk->offset);
+          std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+          packed_gemm_reference(DType::Q4_K, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+          pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+          ASSERT_TRUE(same_bits(ref, got)) << "k=" << k << " fill " << fill << " m=" << m << " at "
+                                           << cpu_level_name(level);
+        }
+      }
+  }
+  if (!ran) GTEST_SKIP() << "no packed Q4_K kernels on this machine";
 }
 
 TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
@@ -370,6 +412,25 @@ TEST(PackedGemm, HalfSumsHoldEachHalfOfABlock) {
     EXPECT_EQ(static_cast<int16_t>(blocks[b].start & 0xFFFF), lo) << "block " << b;
     EXPECT_EQ(blocks[b].start >> 16, hi) << "block " << b;
   }
+}
+
+TEST(PackedGemm, PairSumsHoldBothBlocksOfAPair) {
+  const int64_t k = 5 * kQK32;  // two pairs and a last block alone
+  const std::vector<float> x = random_floats(static_cast<size_t>(k), 6, -1.0f, 1.0f);
+  std::vector<uint8_t> one(packed_act_row_bytes(k)), pairs(one.size());
+  quantize_packed_act(x.data(), one.data(), k, 1, sizeof(PackedActBlock));
+  quantize_packed_act(x.data(), pairs.data(), k, kPairSums, sizeof(PackedActBlock));
+  const auto* a = reinterpret_cast<const PackedActBlock*>(one.data());
+  const auto* p = reinterpret_cast<const PackedActBlock*>(pairs.data());
+  for (int64_t b = 0; b < 5; ++b) {
+    EXPECT_EQ(pair_sum(p[b].start, b), a[b].start) << "block " << b;
+    EXPECT_EQ(std::memcmp(p[b].qs, a[b].qs, sizeof a[b].qs), 0) << "block " << b;
+    const int64_t mate = b ^ 1;
+    if (mate < 5) {
+      EXPECT_EQ(pair_sum(p[b].start, mate), a[mate].start) << "block " << b;
+    }
+  }
+  EXPECT_EQ(p[4].start >> 16, 0);
 }
 
 TEST(PackedGemm, ActivationsShareOneScalePerGroupOfBlocks) {
