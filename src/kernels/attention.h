@@ -39,8 +39,9 @@ struct AttnScale {
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, AttnScale scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
-// At the AVX-512 level a head dim of 16-128, 160, 256 or 576 in whole vectors
-// takes attend_rows_avx512's vector kernel (q4: whole 32-element groups);
+// At the AVX2 and AVX-512 levels a head dim of 16-128, 160, 256 or 576 in whole
+// 16-element chunks takes attend_rows_avx2's or attend_rows_avx512's vector
+// kernel (q4: whole 32-element groups);
 // results then differ between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out);
@@ -81,6 +82,13 @@ constexpr int32_t kMaxAttnGroup = 64;
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);
+
+// The same design in 8-lane vectors for AVX2 machines (attention_avx2.cc):
+// the same head dims, types and bounds, results within float rounding of
+// the AVX-512 kernel's.
+bool attend_rows_avx2(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
+                      const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                      size_t out_stride);
 
 // The AVX-512 kernel of one decode part: every head's query heads over keys
 // [begin, end), block by block and head by head within a block, leaving
