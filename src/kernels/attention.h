@@ -99,5 +99,9 @@ bool attend_rows_avx2(const float* q, size_t q_stride, int32_t n_rows, int32_t n
 // attention has its own call).
 bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                         size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
+// The same for AVX2, each head block widened and transposed once whatever
+// the group (AVX-512 reads rows in place for groups under 4).
+bool attend_part_avx2(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                      size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
 
 }  // namespace duet

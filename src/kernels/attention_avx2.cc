@@ -11,6 +11,8 @@
 //   - per query, an online softmax over the block (vector exp);
 //   - the weighted values go into the outputs of 2 heads of a row at a time,
 //     4 (or 2) output vectors each, each V vector loaded once for both.
+// A decode part (attend_part_avx2) runs the same steps per head block, every
+// KV head of a cache block in turn, for one query row.
 // Every query's arithmetic is the same whatever else shares its tile, so a
 // row gets the bits it gets alone (decode) inside any prefill chunk.
 #include <immintrin.h>
@@ -310,7 +312,84 @@ void attend_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t n_grou
   }
 }
 
+// The cache's head block of KV head h in the block holding key `key`.
+inline const uint8_t* head_block(const uint8_t* base, const PagedKv& kv, size_t head_stride, int32_t key, int32_t h) {
+  return base + static_cast<size_t>(kv.block_ids[key / kKeys]) * kv.block_stride + h * head_stride;
+}
+
+// One decode part (attention.h, attend_part_avx512): per block, every KV
+// head in turn, each head block widened and transposed once for its group.
+template <int D8>
+void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
+                 int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  constexpr int hd = D8 * 8;
+  constexpr int kHeads = 2;
+  alignas(32) float kt[hd][kKeys];
+  alignas(32) float s[kMaxAttnGroup][kKeys];
+  alignas(32) float staged_k[kKeys * hd];
+  alignas(32) float staged_v[kKeys * hd];
+  float corr[kMaxAttnGroup];
+  const float* qs[kMaxAttnGroup];
+  const float* p[kMaxAttnGroup];
+  float* outs[kMaxAttnGroup];
+  const size_t head_block_bytes = kKeys * kv_row_total_bytes(kv.type, hd);
+  // Head blocks (K and V) prefetched about 16 KiB ahead of the one computed:
+  // for a q8 or q4 head block (1-2 KiB) one ahead arrives too late.
+  constexpr size_t kPrefetchBytes = 16 << 10;
+  const auto ahead = static_cast<int32_t>(std::max<size_t>(1, kPrefetchBytes / (2 * head_block_bytes)));
+  int32_t next_h = ahead % n_heads, next_key = begin / kKeys * kKeys + ahead / n_heads * kKeys;
+  for (int32_t blk0 = begin / kKeys * kKeys; blk0 < end; blk0 += kKeys) {
+    const int first = std::max(begin, blk0) - blk0, last = std::min(end, blk0 + kKeys) - blk0;
+    const KeyMask valid(first, last);
+    for (int32_t h = 0; h < n_heads; ++h) {
+      if (next_key < end) {
+        prefetch_block(head_block(kv.k_base, kv, head_stride, next_key, next_h), head_block_bytes);
+        if (kv.v_base != kv.k_base)
+          prefetch_block(head_block(kv.v_base, kv, head_stride, next_key, next_h), head_block_bytes);
+      }
+      if (++next_h == n_heads) {  // no division per head block
+        next_h = 0;
+        next_key += kKeys;
+      }
+      const int32_t q0 = h * n_group;
+      for (int g = 0; g < n_group; ++g) {
+        qs[g] = q + static_cast<size_t>(q0 + g) * hd;
+        outs[g] = out + static_cast<size_t>(q0 + g) * hd;
+        p[g] = s[g];
+      }
+      const float* k = widen_rows<D8>(head_block(kv.k_base, kv, head_stride, blk0, h), kv.type, kv.scales_offset,
+                                      first, last, staged_k);
+      const float* v = widen_rows<D8>(head_block(kv.v_base, kv, head_stride, blk0, h), kv.type, kv.scales_offset,
+                                      first, last, staged_v);
+      transpose_keys<D8>(k, kt);
+      scores_any<D8>(qs, n_group, kt, scale, s);
+      for (int g = 0; g < n_group; ++g) corr[g] = softmax_step(s[g], valid, m[q0 + g], l[q0 + g]);
+      int g = 0;
+      for (; g + kHeads <= n_group; g += kHeads) add_values_all<D8, kHeads>(outs + g, p + g, corr + g, v, first, last);
+      for (; g < n_group; ++g) add_values_all<D8, 1>(outs + g, p + g, corr + g, v, first, last);
+    }
+  }
+}
+
 }  // namespace
+
+bool attend_part_avx2(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                      size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
+  if (kv.block_tokens != kKeys || n_group > kMaxAttnGroup) return false;
+  if (kv.type == KvType::Q4 && head_dim % 32 != 0) return false;
+  switch (head_dim) {
+    case 16: attend_part<2>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 32: attend_part<4>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 48: attend_part<6>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 64: attend_part<8>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 80: attend_part<10>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 96: attend_part<12>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 128: attend_part<16>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 160: attend_part<20>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    case 256: attend_part<32>(q, n_kv_heads, n_group, kv, head_stride, begin, end, scale, m, l, out); return true;
+    default: return false;  // 576 (latent attention) has its own call, as on AVX-512
+  }
+}
 
 bool attend_rows_avx2(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,

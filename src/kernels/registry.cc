@@ -108,6 +108,7 @@ std::vector<KernelEntry> make_table() {
 
       {&attend_rows_avx2, kAvx2, "avx2, any cache type (widened), up to 8 rows"},
       {&attend_rows_avx512, kAvx512, "avx512, f32 or f16 cache, up to 8 rows"},
+      {&attend_part_avx2, kAvx2, "avx2, one decode row, every head of a block in turn"},
       {&attend_part_avx512, kAvx512, "avx512, one decode row, every head of a block in turn"},
       {&exp_shifted_scalar, kScalar, "scalar std::exp"},
       {&exp_shifted_avx2, kAvx2, "avx2 vector exp"},
