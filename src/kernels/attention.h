@@ -39,8 +39,9 @@ struct AttnScale {
 void attend_paged(const float* q, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                   int32_t begin, int32_t end, AttnScale scale, float* out);
 // The same with the kernels of one CPU level (for tests of every level).
-// At the AVX-512 level a head dim of 16-128, 160, 256 or 576 in whole vectors
-// takes attend_rows_avx512's vector kernel (q4: whole 32-element groups);
+// At the AVX2 and AVX-512 levels a head dim of 16-128, 160, 256 or 576 in whole
+// 16-element chunks takes attend_rows_avx2's or attend_rows_avx512's vector
+// kernel (q4: whole 32-element groups);
 // results then differ between levels by float rounding only.
 void attend_paged_at(CpuLevel level, const float* q, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, int32_t begin, int32_t end, AttnScale scale, float* out);
@@ -82,6 +83,13 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);
 
+// The same design in 8-lane vectors for AVX2 machines (attention_avx2.cc):
+// the same head dims, types and bounds, results within float rounding of
+// the AVX-512 kernel's.
+bool attend_rows_avx2(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
+                      const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
+                      size_t out_stride);
+
 // The AVX-512 kernel of one decode part: every head's query heads over keys
 // [begin, end), block by block and head by head within a block, leaving
 // per query head (n_kv_heads * n_group of them) the running max in m, the
@@ -91,5 +99,9 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
 // attention has its own call).
 bool attend_part_avx512(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
                         size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
+// The same for AVX2, each head block widened and transposed once whatever
+// the group (AVX-512 reads rows in place for groups under 4).
+bool attend_part_avx2(const float* q, int32_t n_kv_heads, int32_t n_group, int32_t head_dim, const PagedKv& kv,
+                      size_t head_stride, int32_t begin, int32_t end, float scale, float* m, float* l, float* out);
 
 }  // namespace duet

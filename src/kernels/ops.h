@@ -59,15 +59,18 @@ void softmax(float* x, int64_t n);
 // out[i] = exp(double(x[i] - shift)) for i < n, and their sum: the sampler's
 // weights, in double so that probabilities over a 32000-token vocabulary keep
 // 1e-12 accuracy. The AVX-512 level (a vector exp, within 2 ulp of std::exp)
-// is ~6x the scalar loop, which was half of a sampled token's cost.
+// is ~6x the scalar loop, which was half of a sampled token's cost; AVX2 runs
+// the same exp in 4 lanes.
 double exp_shifted(const float* x, float shift, double* out, int64_t n);
 double exp_shifted_scalar(const float* x, float shift, double* out, int64_t n);
+double exp_shifted_avx2(const float* x, float shift, double* out, int64_t n);
 double exp_shifted_avx512(const float* x, float shift, double* out, int64_t n);
 
-// out[i] = silu(gate[i]) * up[i]; the active level's version (AVX-512:
-// vector exp, within 1e-6 relative of the scalar one).
+// out[i] = silu(gate[i]) * up[i]; the active level's version (AVX2 and
+// AVX-512: one vector exp, the same bits, within 1e-6 relative of the scalar one).
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n);
+void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 // out[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (GeGLU, as
@@ -75,6 +78,7 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 // writes 0.5 (1 + tanh(u)) as sigmoid(2u), one exp per element.
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
 void geglu_tanh_scalar(const float* gate, const float* up, float* out, int64_t n);
+void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n);
 void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 }  // namespace duet

@@ -14,6 +14,7 @@
 
 #include "kernel_test_util.h"
 #include "kernels/attention.h"
+#include "kernels/registry.h"
 #include "kv/kv_cache.h"
 
 namespace duet {
@@ -236,6 +237,46 @@ TEST(Attention, RowsEqualEachRowAloneBitForBit) {
                          q.begin() + static_cast<std::ptrdiff_t>((r + 1) * stride));
             const auto exact = reference(row, c.k, c.v, begins[static_cast<size_t>(r)], ends[static_cast<size_t>(r)], scale);
             EXPECT_LT(max_diff(alone, exact), 1e-6) << "head_dim " << hd << " group " << group << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, EveryLevelsRowKernelGivesATileRowItsBitsAlone) {
+  // attend_paged_rows tests the active level only; here each level's vector
+  // kernel (AVX2, AVX-512) directly: a full tile of 8 rows with sliding-window
+  // begins that cross blocks, each row's bits against the kernel on that row
+  // alone, every KV type, odd and even groups (the kernels pair heads).
+  for (int32_t hd : {48, 64, 128}) {
+    for (int32_t group : {3, 8}) {
+      const Case c(hd, group, 60, static_cast<uint32_t>(3 * hd + group));
+      const int32_t n_rows = kMaxAttnRows;
+      const size_t stride = static_cast<size_t>(group * hd);
+      const auto q = random_floats(stride * n_rows, 78);
+      std::vector<int32_t> begins, ends;
+      for (int32_t r = 0; r < n_rows; ++r) {
+        ends.push_back(45 + r + 1);
+        begins.push_back(r % 2 == 0 ? 0 : ends.back() - 18);
+      }
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      for (CpuLevel level : testing::runnable_levels()) {
+        const AttendRowsFn rows_fn = kernels_at(level).attend_rows();
+        if (!rows_fn) continue;
+        for (KvType t : kAllTypes) {
+          if (t == KvType::Q4 && hd % 32 != 0) continue;
+          const KvCache cache = c.fill(t);
+          std::vector<float> rows(stride * n_rows, NAN);
+          ASSERT_TRUE(rows_fn(q.data(), stride, n_rows, group, hd, c.view(cache), begins.data(), ends.data(), scale,
+                              rows.data(), stride));
+          for (int32_t r = 0; r < n_rows; ++r) {
+            std::vector<float> alone(stride, NAN);
+            ASSERT_TRUE(rows_fn(q.data() + r * stride, 0, 1, group, hd, c.view(cache), &begins[static_cast<size_t>(r)],
+                                &ends[static_cast<size_t>(r)], scale, alone.data(), 0));
+            ASSERT_EQ(std::memcmp(alone.data(), rows.data() + r * stride, stride * sizeof(float)), 0)
+                << cpu_level_name(level) << " " << kv_type_name(t) << " head_dim " << hd << " group " << group
+                << " row " << r;
           }
         }
       }

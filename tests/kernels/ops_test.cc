@@ -1,7 +1,10 @@
 // The elementwise ops against double-precision formulas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -130,6 +133,31 @@ TEST(Ops, GegluMatchesDoubleAtEveryLevel) {
       ASSERT_NEAR(out[i], want, 16 * 0x1p-24 * std::fabs(want) + 1e-6) << "g=" << g[i] << " at " << cpu_level_name(level);
     }
   }
+}
+
+TEST(Ops, Avx2AndAvx512VectorExpGiveTheSameBits) {
+  // The AVX2 exp forms 2^n as two exact factors where AVX-512 has scalef:
+  // one rounding either way, so SwiGLU, GeGLU and the sampler's exp agree
+  // bit for bit, subnormal and clamped inputs included.
+  const auto levels = testing::runnable_levels();
+  if (levels.back() != CpuLevel::kAvx512) GTEST_SKIP() << "no AVX-512 here";
+  const int64_t n = 1003;
+  auto g = random_floats(n, 9, -120.0f, 120.0f);
+  const float edges[] = {-100.0f, -87.5f, -88.7f, 88.7f, 89.0f, 0.0f, -0.0f, 1e-30f};
+  std::copy(std::begin(edges), std::end(edges), g.begin());
+  const auto u = random_floats(n, 10, -2.0f, 2.0f);
+  const KernelSet &a = kernels_at(CpuLevel::kAvx2), &b = kernels_at(CpuLevel::kAvx512);
+  for (auto op : {&KernelSet::swiglu, &KernelSet::geglu}) {
+    std::vector<float> x(n), y(n);
+    (a.*op)()(g.data(), u.data(), x.data(), n);
+    (b.*op)()(g.data(), u.data(), y.data(), n);
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), n * sizeof(float)), 0);
+  }
+  auto e = random_floats(n, 11, -760.0f, 720.0f);
+  std::vector<double> x(n), y(n);
+  a.exp_shifted()(e.data(), 2.0f, x.data(), n);
+  b.exp_shifted()(e.data(), 2.0f, y.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(x[i], y[i]) << "x=" << e[i];
 }
 
 }  // namespace
