@@ -23,7 +23,7 @@
 #include <limits>
 
 #include "kernels/attention.h"
-#include "kernels/vec_math_avx2.h"
+#include "kernels/vec_math.h"
 
 namespace duet {
 namespace {
@@ -131,8 +131,8 @@ inline float softmax_step(float* s, const KeyMask& valid, float& m, float& l) {
   const float new_max = rescale ? block_max : m;
   const float correction = rescale ? std::exp(m - new_max) : 1.0f;
   const __m256 mx = _mm256_set1_ps(new_max);
-  const __m256 w0 = _mm256_and_ps(valid.lo, vec_math::exp(_mm256_sub_ps(v0, mx)));
-  const __m256 w1 = _mm256_and_ps(valid.hi, vec_math::exp(_mm256_sub_ps(v1, mx)));
+  const __m256 w0 = _mm256_and_ps(valid.lo, vec_math::exp<vec::Vec256>(_mm256_sub_ps(v0, mx)));
+  const __m256 w1 = _mm256_and_ps(valid.hi, vec_math::exp<vec::Vec256>(_mm256_sub_ps(v1, mx)));
   l = l * correction + reduce_add(_mm256_add_ps(w0, w1));
   m = new_max;
   _mm256_store_ps(s, w0);

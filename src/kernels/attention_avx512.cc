@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
-#include "kernels/vec_math_avx512.h"
+#include "kernels/vec_math.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -110,7 +110,7 @@ inline float softmax_step(float* s, __mmask16 valid, float& m, float& l) {
   const bool rescale = block_max > m;
   const float new_max = rescale ? block_max : m;
   const float correction = rescale ? std::exp(m - new_max) : 1.0f;
-  const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp(_mm512_sub_ps(v, _mm512_set1_ps(new_max))));
+  const __m512 w = _mm512_maskz_mov_ps(valid, vec_math::exp<vec::Vec512>(_mm512_sub_ps(v, _mm512_set1_ps(new_max))));
   l = l * correction + _mm512_reduce_add_ps(w);
   m = new_max;
   _mm512_store_ps(s, w);

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "kernels/ops.h"
-#include "kernels/vec_math_avx2.h"
+#include "kernels/vec_math.h"
 
 namespace duet {
 namespace {
@@ -31,7 +31,7 @@ void swiglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   by_vectors(gate, up, out, n, [&](const float* gp, const float* upp, float* op) {
     const __m256 g = _mm256_loadu_ps(gp);
-    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, vec_math::exp(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, vec_math::exp<vec::Vec256>(_mm256_sub_ps(_mm256_setzero_ps(), g))));
     _mm256_storeu_ps(op, _mm256_mul_ps(silu, _mm256_loadu_ps(upp)));
   });
 }
@@ -43,50 +43,17 @@ void geglu_tanh_avx2(const float* gate, const float* up, float* out, int64_t n) 
   by_vectors(gate, up, out, n, [&](const float* gp, const float* upp, float* op) {
     const __m256 x = _mm256_loadu_ps(gp);
     const __m256 minus_2u = _mm256_mul_ps(c, _mm256_fmadd_ps(_mm256_mul_ps(c3, x), _mm256_mul_ps(x, x), x));
-    const __m256 gelu = _mm256_div_ps(x, _mm256_add_ps(one, vec_math::exp(minus_2u)));
+    const __m256 gelu = _mm256_div_ps(x, _mm256_add_ps(one, vec_math::exp<vec::Vec256>(minus_2u)));
     _mm256_storeu_ps(op, _mm256_mul_ps(gelu, _mm256_loadu_ps(upp)));
   });
 }
-
-namespace {
-
-// 2^n for whole doubles n in [-1077, 1024] (two factors, as scale_by_pow2).
-__m256d scale_by_pow2_pd(__m256d p, __m256d n) {
-  const __m128i ni = _mm256_cvtpd_epi32(n);
-  const __m128i half = _mm_srai_epi32(ni, 1), rest = _mm_sub_epi32(ni, half);
-  const __m256i bias = _mm256_set1_epi64x(1023);
-  const auto pow2 = [&](__m128i e) {
-    return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(e), bias), 52));
-  };
-  return _mm256_mul_pd(_mm256_mul_pd(p, pow2(half)), pow2(rest));
-}
-
-// ops_avx512.cc's double exp in 4 lanes: x = n ln2 + r (ln2 in two parts),
-// exp(r) by its degree-13 Taylor polynomial, times 2^n, which rounds results
-// below 2^-1022 into subnormals and zero once, as std::exp does.
-__m256d exp_pd(__m256d x) {
-  x = _mm256_min_pd(_mm256_max_pd(x, _mm256_set1_pd(-746.0)), _mm256_set1_pd(709.0));
-  const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(6.93147180369123816490e-01), x);
-  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);
-  static constexpr double kInvFact[] = {1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800,
-                                        1.0 / 362880,     1.0 / 40320,     1.0 / 5040,     1.0 / 720,
-                                        1.0 / 120,        1.0 / 24,        1.0 / 6,        0.5,
-                                        1.0,              1.0};
-  __m256d p = _mm256_set1_pd(kInvFact[0]);
-  for (int i = 1; i < 14; ++i) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kInvFact[i]));
-  return scale_by_pow2_pd(p, n);
-}
-
-}  // namespace
 
 double exp_shifted_avx2(const float* x, float shift, double* out, int64_t n) {
   const __m128 s = _mm_set1_ps(shift);
   __m256d sum = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const __m256d e = exp_pd(_mm256_cvtps_pd(_mm_sub_ps(_mm_loadu_ps(x + i), s)));
+    const __m256d e = vec_math::exp_d<vec::Vec256>(_mm256_cvtps_pd(_mm_sub_ps(_mm_loadu_ps(x + i), s)));
     _mm256_storeu_pd(out + i, e);
     sum = _mm256_add_pd(sum, e);
   }
@@ -94,7 +61,7 @@ double exp_shifted_avx2(const float* x, float shift, double* out, int64_t n) {
   _mm256_store_pd(lanes, sum);
   double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   for (; i < n; ++i) {  // the tail (fewer than 4) by the same vector exp
-    _mm256_store_pd(lanes, exp_pd(_mm256_set1_pd(static_cast<double>(x[i] - shift))));
+    _mm256_store_pd(lanes, vec_math::exp_d<vec::Vec256>(_mm256_set1_pd(static_cast<double>(x[i] - shift))));
     total += out[i] = lanes[0];
   }
   return total;

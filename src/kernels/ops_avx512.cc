@@ -4,7 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/ops.h"
-#include "kernels/vec_math_avx512.h"
+#include "kernels/vec_math.h"
 
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
 // which -Wall reports at every inlined use; nothing here reads such a value.
@@ -18,13 +18,13 @@ void swiglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 g = _mm512_loadu_ps(gate + i);
-    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, vec_math::exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, vec_math::exp<vec::Vec512>(_mm512_sub_ps(_mm512_setzero_ps(), g))));
     _mm512_storeu_ps(out + i, _mm512_mul_ps(silu, _mm512_loadu_ps(up + i)));
   }
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
-    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, vec_math::exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, vec_math::exp<vec::Vec512>(_mm512_sub_ps(_mm512_setzero_ps(), g))));
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
   }
 }
@@ -35,7 +35,7 @@ void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n
   // x * sigmoid(2u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
   const auto gelu = [&](__m512 x) {
     const __m512 minus_2u = _mm512_mul_ps(c, _mm512_fmadd_ps(_mm512_mul_ps(c3, x), _mm512_mul_ps(x, x), x));
-    return _mm512_div_ps(x, _mm512_add_ps(one, vec_math::exp(minus_2u)));
+    return _mm512_div_ps(x, _mm512_add_ps(one, vec_math::exp<vec::Vec512>(minus_2u)));
   };
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -46,41 +46,18 @@ void geglu_tanh_avx512(const float* gate, const float* up, float* out, int64_t n
   }
 }
 
-namespace {
-
-// exp(x) in double, 8 lanes: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts,
-// the first exact times any n in range), exp(r) by its degree-13 Taylor
-// polynomial (truncation < 1e-17), times 2^n by scalef, which also rounds
-// results below 2^-1022 into subnormals and zero as std::exp does.
-__m512d exp_pd(__m512d x) {
-  x = _mm512_min_pd(_mm512_max_pd(x, _mm512_set1_pd(-746.0)), _mm512_set1_pd(709.0));
-  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
-  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
-  static constexpr double kInvFact[] = {1.0 / 6227020800, 1.0 / 479001600, 1.0 / 39916800, 1.0 / 3628800,
-                                        1.0 / 362880,     1.0 / 40320,     1.0 / 5040,     1.0 / 720,
-                                        1.0 / 120,        1.0 / 24,        1.0 / 6,        0.5,
-                                        1.0,              1.0};
-  __m512d p = _mm512_set1_pd(kInvFact[0]);
-  for (int i = 1; i < 14; ++i) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kInvFact[i]));
-  return _mm512_scalef_pd(p, n);
-}
-
-}  // namespace
-
 double exp_shifted_avx512(const float* x, float shift, double* out, int64_t n) {
   const __m256 s = _mm256_set1_ps(shift);
   __m512d sum = _mm512_setzero_pd();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m512d e = exp_pd(_mm512_cvtps_pd(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+    const __m512d e = vec_math::exp_d<vec::Vec512>(_mm512_cvtps_pd(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
     _mm512_storeu_pd(out + i, e);
     sum = _mm512_add_pd(sum, e);
   }
   if (i < n) {
     const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);
-    const __m512d e = exp_pd(_mm512_cvtps_pd(_mm256_sub_ps(_mm256_maskz_loadu_ps(m, x + i), s)));
+    const __m512d e = vec_math::exp_d<vec::Vec512>(_mm512_cvtps_pd(_mm256_sub_ps(_mm256_maskz_loadu_ps(m, x + i), s)));
     _mm512_mask_storeu_pd(out + i, m, e);
     sum = _mm512_add_pd(sum, _mm512_maskz_mov_pd(m, e));
   }

@@ -46,7 +46,19 @@ inline float hmax(__m256 v) {
   static F load(const float* p) { return _mm##W##_loadu_ps(p); }                             \
   static void store(float* p, F v) { _mm##W##_storeu_ps(p, v); }                            \
   static F add(F a, F b) { return _mm##W##_add_ps(a, b); }                                   \
+  static F mul(F a, F b) { return _mm##W##_mul_ps(a, b); }                                   \
+  static F min(F a, F b) { return _mm##W##_min_ps(a, b); }                                   \
+  static F max(F a, F b) { return _mm##W##_max_ps(a, b); }                                   \
   static F fmadd(F a, F b, F c) { return _mm##W##_fmadd_ps(a, b, c); }                       \
+  static F fnmadd(F a, F b, F c) { return _mm##W##_fnmadd_ps(a, b, c); }                     \
+  /* The same in double lanes (kLanes / 2 of them). */                                       \
+  using D = __m##W##d;                                                                       \
+  static D set1_d(double a) { return _mm##W##_set1_pd(a); }                                  \
+  static D mul_d(D a, D b) { return _mm##W##_mul_pd(a, b); }                                 \
+  static D min_d(D a, D b) { return _mm##W##_min_pd(a, b); }                                 \
+  static D max_d(D a, D b) { return _mm##W##_max_pd(a, b); }                                 \
+  static D fmadd_d(D a, D b, D c) { return _mm##W##_fmadd_pd(a, b, c); }                     \
+  static D fnmadd_d(D a, D b, D c) { return _mm##W##_fnmadd_pd(a, b, c); }                   \
   static I zero_i() { return _mm##W##_setzero_si##W(); }                                     \
   static I set1_i8(int8_t a) { return _mm##W##_set1_epi8(a); }                               \
   static I add_i32(I a, I b) { return _mm##W##_add_epi32(a, b); }                            \
@@ -67,6 +79,30 @@ struct Vec256 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
   }
   static int32_t lane0(I v) { return _mm256_extract_epi32(v, 0); }
+  static F round(F v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static D round_d(D v) { return _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // p * 2^n for whole floats n in [-145, 128], as two factors 2^(n/2) each
+  // in float's normal range: for p in [0.7, 1.5) the first product is exact
+  // and the second rounds once, into a subnormal where the result is one, as
+  // AVX-512's scalef does.
+  static F scale_pow2(F p, F n) {
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i half = _mm256_srai_epi32(ni, 1), rest = _mm256_sub_epi32(ni, half);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+    const __m256 b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, a), b);
+  }
+  // The same for whole doubles n in [-1077, 1024].
+  static D scale_pow2_d(D p, D n) {
+    const __m128i ni = _mm256_cvtpd_epi32(n);
+    const __m128i half = _mm_srai_epi32(ni, 1), rest = _mm_sub_epi32(ni, half);
+    const __m256i bias = _mm256_set1_epi64x(1023);
+    const auto pow2 = [&](__m128i e) {
+      return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(e), bias), 52));
+    };
+    return _mm256_mul_pd(_mm256_mul_pd(p, pow2(half)), pow2(rest));
+  }
 };
 
 #if defined(__AVX512F__)
@@ -78,6 +114,11 @@ struct Vec512 {
   // Lane 0 only: the lanes' sum overflows int32 (the vector adds wrap; a
   // reduction in int is undefined behaviour, which UBSan reports).
   static int32_t lane0(I v) { return _mm_cvtsi128_si32(_mm512_castsi512_si128(v)); }
+  static F round(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static D round_d(D v) { return _mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // p * 2^n, rounded once (into subnormals and zero as std::exp does).
+  static F scale_pow2(F p, F n) { return _mm512_scalef_ps(p, n); }
+  static D scale_pow2_d(D p, D n) { return _mm512_scalef_pd(p, n); }
 };
 #endif
 
