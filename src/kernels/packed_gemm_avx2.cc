@@ -154,10 +154,19 @@ struct Q4 : Int8Blocks<8, 16> {
 struct IQ4NL : Int8Blocks<128, 16> {
   template <int T>
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
-    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
     #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+    dot_scaled<T>(qs, a, _mm256_set1_epi16(1), s);
+  }
+
+  // s[t] += the dot with token t, each lane's pair sums widened by vpmaddwd
+  // with `scale` (int16 pairs): ones, or IQ4_XS's (ls_j, ls_j) per row,
+  // which folds its sub-block scale into the same instruction.
+  template <int T>
+  [[gnu::always_inline]] static void dot_scaled(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i scale,
+                                                __m256i (&s)[T]) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i raw = load(qs + 64 * j);
@@ -169,7 +178,7 @@ struct IQ4NL : Int8Blocks<128, 16> {
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q[e]);
-          s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+          s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), scale));
         }
       }
     }
@@ -347,17 +356,26 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
 }
 
 // IQ4_XS (packed_lowbit.h), per 256-element super-block (one activation
-// group): sub-block j's lines are IQ4_NL's (its dot, from start), part =
-// fma(isum, d * ls_j, part); acc = fma(part, d_x, acc). kH as half_micro's.
+// group), all in int32: sub-block j's lines are IQ4_NL's, whose sign-trick
+// pair sums (<= 32258) go through vpmaddwd by each row's (ls_j, ls_j), so
+// total += ls_j * sum(level * x) costs what IQ4_NL's widening by ones does
+// (products <= 32 * 32258 per half lane). Then v = d * float(total) and
+// acc = fma(v, d_x, acc), the reference's steps. kH as half_micro's.
 template <int T, int kH = 1>
 void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   using namespace packed_lowbit;
+  // vpshufb pattern copying each lane's low int16 into both halves.
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
   auto act = [&](int t, int j) { return reinterpret_cast<const PackedActBlock*>(x + j * xs) + t; };
   __m256 acc[kH][T];
   zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
-    __m256 part[kH][T];
-    zero(part);
+    __m256i total[kH][T];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      #pragma GCC unroll 2
+      for (int i = 0; i < kH; ++i) total[i][t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
       if constexpr (kH == 2)
@@ -369,17 +387,19 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
       #pragma GCC unroll 2
       for (int i = 0; i < kH; ++i) {
         const int h = h0 + i;
-        __m256i s[T];
-        IQ4NL::dot<T>(lines + 4 * kHalf * h, h, a, s);
-        const __m128i ls = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kD + 16 * j + kHalf * h));
-        const __m256 ds = _mm256_mul_ps(load_f16(blk + 2 * kHalf * h), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ls)));
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), ds, part[i][t]);
+        const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kD + 16 * j + kHalf * h));
+        const __m256i ls = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(raw), dup_lo);
+        IQ4NL::dot_scaled<T>(lines + 4 * kHalf * h, a, ls, total[i]);
       }
     }
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(act(t, 0)->d), acc[i][t]);
+    #pragma GCC unroll 2
+    for (int i = 0; i < kH; ++i) {
+      const __m256 d = load_f16(blk + 2 * kHalf * (h0 + i));
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(total[i][t])), _mm256_set1_ps(act(t, 0)->d),
+                                    acc[i][t]);
+    }
   }
   store_halves(acc, h0, y, ys);
 }

@@ -389,8 +389,9 @@ void k4_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float*
 }
 
 // IQ4_XS (packed_lowbit.h): per sub-block of 32, Q4_0's nibble lines looked
-// up as IQ4_NL's, the int32 sums from start (offset 128), and part =
-// fma(isum, d * ls_j, part); the super-block is one activation group.
+// up as IQ4_NL's, the int32 sums from start (offset 128), total += isum *
+// ls_j (vpmulld); per super-block (one activation group) one convert and
+// two float steps, v = d * total, acc = fma(v, d_x, acc).
 template <int T, bool kPrefetch>
 void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   using namespace packed_lowbit;
@@ -400,10 +401,9 @@ void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
     if constexpr (kPrefetch)
       prefetch_ahead<kPrefetchHint<T>>(blk, kIq4XsHead);
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    __m512 part[T];
+    __m512i total[T];
     #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) part[t] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) total[t] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
       const uint8_t* lines = blk + kIq4XsHead + j * kNibbles;
       if constexpr (kPrefetch)
@@ -413,20 +413,21 @@ void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
       Q4::load(lines, w);
       #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) w[c] = _mm512_shuffle_epi8(table, w[c]);
-      const __m128i ls = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kD + 16 * j));
-      const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ls)));
+      const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kD + 16 * j)));
       #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) {
         __m512i s = _mm512_set1_epi32(act(t, j)->start);
         #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) s = dpbusd_bcast(s, w[c], act(t, j)->qs + 4 * c);
-        part[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), ds, part[t]);
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(s, ls));
       }
     }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
-      const __m512 total = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
-      _mm512_store_ps(totals[t], _mm512_fmadd_ps(part[t], _mm512_set1_ps(act(t, 0)->d), total));
+      const __m512 v = _mm512_mul_ps(d, _mm512_cvtepi32_ps(total[t]));
+      const __m512 sum = b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(totals[t]);
+      _mm512_store_ps(totals[t], _mm512_fmadd_ps(v, _mm512_set1_ps(act(t, 0)->d), sum));
     }
   }
   #pragma GCC unroll 16

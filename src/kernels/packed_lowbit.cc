@@ -274,16 +274,15 @@ float dot_iq4_xs(int64_t k, const uint8_t* w, const uint8_t* x, size_t xs, int64
   float acc = 0.0f;
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const uint8_t* blk = w + b * kIq4XsBytes;
-    const float d = f16_to_f32(get_f16(blk, r));
-    float part = 0.0f;
+    int32_t total = 0;
     for (int j = 0; j < 8; ++j) {
       const PackedActBlock& a = act(x, xs, tok, 8 * b + j);
       int32_t isum = a.start;
       for (int e = 0; e < kQK32; ++e) isum += (kIq4Levels[get_nibble(blk + kIq4XsHead + j * kNibbles, r, e)] + 128) * a.qs[e];
-      const float ls = static_cast<float>(static_cast<int8_t>(blk[kD + j * kRows + r]));
-      part = std::fma(static_cast<float>(isum), d * ls, part);
+      total += static_cast<int8_t>(blk[kD + j * kRows + r]) * isum;
     }
-    acc = std::fma(part, act(x, xs, tok, 8 * b).d, acc);
+    const float v = f16_to_f32(get_f16(blk, r)) * static_cast<float>(total);
+    acc = std::fma(v, act(x, xs, tok, 8 * b).d, acc);
   }
   return acc;
 }

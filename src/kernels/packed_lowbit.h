@@ -32,8 +32,14 @@
 //     (IQ4_NL's looked-up levels), 16 (Q5_0); Q5_1 starts its int32 sum at 0
 //     and adds its min per block, part = fma(-m, float(start), part) with
 //     start = -sum(x) (offset 1).
-//   IQ4_XS: per sub-block j, isum from start_j (offset 128), part =
-//     fma(float(isum), d * ls_j, part); per super-block acc = fma(part, d_x, acc).
+//   IQ4_XS: everything per super-block in one int32: per sub-block j of 32,
+//     isum_j from start_j (offset 128), which is sum(level * x) exactly, and
+//     total += ls_j * isum_j; then v = d * float(total), acc = fma(v, d_x,
+//     acc). |level| <= 127 and |x| <= 127 give |isum_j| <= 32 * 127 * 127 =
+//     516128, |ls_j| <= 32 gives 16516096 per sub-block, and 8 of them stay
+//     under 2^27 (132128768, a 16th of int32's range). float(total) may
+//     round past 2^24, the same rounding at every level. (The AVX2 kernel
+//     reaches the same integers without start: sum(level * x) directly.)
 //   Q2_K, Q3_K: everything per super-block in one int32: per sub-block of 16,
 //     s = sum(q * x) (q unsigned: Q2_K 0..3, Q3_K 0..7), isum += s * sc_j; the
 //     activation block's start holds the sums of its two halves as int16
