@@ -363,7 +363,7 @@ template <int T>
     for (int e = 0; e < 2; ++e) {
       const __m256i q = _mm256_shuffle_epi8(table, idx[e]);
       const __m256i mag = _mm256_abs_epi8(q);
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q);
         s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ls));
@@ -391,7 +391,7 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
   zero(acc);
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kIq4XsBytes, x += 8 * xs) {
     __m256i total[kH][T];
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t)
       #pragma GCC unroll 2
       for (int i = 0; i < kH; ++i) total[i][t] = _mm256_setzero_si256();
@@ -401,7 +401,7 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
         for (int q = 0; q < 4; ++q)
           _mm_prefetch(reinterpret_cast<const char*>(lines) + kPrefetchBytes + 64 * q, _MM_HINT_T0);
       const PackedActBlock* a[T];
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) a[t] = act(t, j);
       #pragma GCC unroll 2
       for (int i = 0; i < kH; ++i) {
@@ -414,7 +414,7 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
     #pragma GCC unroll 2
     for (int i = 0; i < kH; ++i) {
       const __m256 d = load_f16(blk + 2 * kHalf * (h0 + i));
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t)
         acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(total[i][t])), _mm256_set1_ps(act(t, 0)->d),
                                     acc[i][t]);
@@ -515,6 +515,7 @@ struct KLow {
 
 struct IQ4XS {
   static constexpr int kOffset = 128;
+  static constexpr int kSubToks = 8;
   static int64_t group_bytes(int64_t k) { return k / kQKK * packed_lowbit::kIq4XsBytes; }
 };
 
@@ -533,19 +534,29 @@ void micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, f
     half_micro<W, T, kH>(k, blk, h0, x, xs, y, ys);
 }
 
+// Tokens per micro-kernel call: kSub, or W's kSubToks.
+template <class W>
+constexpr int sub_of() {
+  if constexpr (requires { W::kSubToks; })
+    return W::kSubToks;
+  else
+    return kSub;
+}
+
 template <class W, int... T>
-constexpr std::array<HalfFn, kSub> half_fns(std::integer_sequence<int, T...>) {
+constexpr std::array<HalfFn, sizeof...(T)> half_fns(std::integer_sequence<int, T...>) {
   return {&micro<W, T + 1>...};
 }
 
-// One group's 16 rows against tokens [t, t_end): each half, 4 tokens at a time.
+// One group's 16 rows against tokens [t, t_end): each half, sub_of<W>() tokens at a time.
 template <class W>
 void group_tokens(int64_t k, const uint8_t* gw, const uint8_t* x, size_t xs, size_t tok_step, int64_t n_tok,
                   float* y, int64_t ys) {
-  static constexpr auto fns = half_fns<W>(std::make_integer_sequence<int, kSub>());
+  constexpr int kS = sub_of<W>();
+  static constexpr auto fns = half_fns<W>(std::make_integer_sequence<int, kS>());
   for (int h = 0; h < 2; ++h)
-    for (int64_t t = 0; t < n_tok; t += kSub) {
-      const int64_t nt = n_tok - t < kSub ? n_tok - t : kSub;
+    for (int64_t t = 0; t < n_tok; t += kS) {
+      const int64_t nt = n_tok - t < kS ? n_tok - t : kS;
       fns[nt - 1](k, gw, h, x + t * tok_step, xs, y + t * ys, ys);
     }
 }
@@ -560,7 +571,7 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   }
   constexpr size_t kStep = sizeof(PackedActBlock);  // from one token's block to the next
   // Each group runs both its halves over a whole block (group_tokens).
-  const int64_t tok_block = tokens_per_block(packed_act_row_bytes(k), kSub);
+  const int64_t tok_block = tokens_per_block(packed_act_row_bytes(k), sub_of<W>());
   for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
     const int64_t nt = n_tok - t0 < tok_block ? n_tok - t0 : tok_block;
     for (int64_t g = 0; g < n_groups; ++g)
