@@ -362,6 +362,60 @@ TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
   if (!ran) GTEST_SKIP() << "no low-bit packed kernels on this machine";
 }
 
+// IQ4_XS sums a super-block in one int32, sum_j ls_j * isum_j: at its bound
+// (every level -127 or 113, every 6-bit scale -32 or 31, activations all
+// +127 or alternating in sign, so |total| reaches 8 * 32 * 32 * 127 * 127 =
+// 132128768) the reference still equals the dequantized dot, and every
+// level's kernels the reference, bit for bit, also one token at a time.
+TEST(PackedGemm, Iq4XsSumsStayExactAtTheirBound) {
+  const int64_t k = 512, rows = 16, m = 2;
+  const TypeKernels* tk = kernels_at(CpuLevel::kScalar).type(DType::IQ4_XS);
+  std::vector<float> x(static_cast<size_t>(k * m));
+  for (int64_t i = 0; i < k; ++i) {
+    x[static_cast<size_t>(i)] = 1.0f;
+    x[static_cast<size_t>(k + i)] = i % 2 ? 1.0f : -1.0f;
+  }
+  // Scales and quants of each block: all bits clear (ls -32, level -127),
+  // all set (31, 113), or -32 with 113 and 31 with -127 by row.
+  for (int fill = 0; fill < 3; ++fill) {
+    QuantMatrix w = random_matrix(DType::IQ4_XS, k, rows, 13);
+    auto* blocks = reinterpret_cast<BlockIQ4_XS*>(w.bytes.data());
+    for (int64_t b = 0; b < k / 256 * rows; ++b) {
+      const bool high_scales = fill == 1 || (fill == 2 && b % 2);
+      const bool high_levels = fill == 1 || (fill == 2 && b % 2 == 0);
+      blocks[b].scales_h = high_scales ? 0xFFFF : 0;
+      std::memset(blocks[b].scales_l, high_scales ? 0xFF : 0, sizeof blocks[b].scales_l);
+      std::memset(blocks[b].qs, high_levels ? 0xFF : 0, sizeof blocks[b].qs);
+    }
+    const auto packed = packed_copy(w.view);
+    const auto xp = packed_acts(x, k, m, 128);
+    const size_t xs = act_stride(k, m, 128);
+    std::vector<float> ref(static_cast<size_t>(rows * m));
+    packed_gemm_reference(DType::IQ4_XS, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
+    const auto xf = acts_as_floats(xp, k, m, 128);
+    std::vector<float> wf(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      tk->to_float(w.view.row(r), wf.data(), k);
+      for (int64_t tok = 0; tok < m; ++tok) {
+        double exact = 0, scale = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          exact += double{wf[i]} * xf[tok * k + i];
+          scale += std::abs(double{wf[i]} * xf[tok * k + i]);
+        }
+        ASSERT_NEAR(ref[tok * rows + r], exact, 1e-6 * scale) << "fill " << fill << " r=" << r << " tok=" << tok;
+      }
+    }
+    for (CpuLevel level : testing::runnable_levels()) {
+      const PackedKernels* pk = kernels_at(level).packed(DType::IQ4_XS);
+      if (!pk) continue;
+      std::vector<float> got(ref.size(), NAN);
+      pk->gemm(k, packed.data(), 1, xp.data(), xs, m, got.data(), rows);
+      EXPECT_TRUE(same_bits(ref, got)) << "fill " << fill << " at " << cpu_level_name(level);
+      expect_each_token_alone(*pk, k, packed, xp, xs, m, ref, rows, cpu_level_name(level));
+    }
+  }
+}
+
 // Q4_K's kernels walk a tile's tokens in two ways (pairs of sub-blocks for
 // few tokens, one sub-block at a time for more): every token count across
 // two tiles and a ragged one, an odd number of super-blocks, and the
