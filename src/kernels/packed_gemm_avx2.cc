@@ -350,7 +350,7 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
 // 8 rows) with token t, IQ4_NL's lookup and sign trick, each row's pair sums
 // (<= 2 * 127 * 127) widened by vpmaddwd with its (ls, ls). Each token's sum
 // is one chain: left to itself GCC added the 32 products of a sub-block as a
-// tree, spilled its parts to the stack, and ran ~15 % slower.
+// tree, spilled its parts to the stack, and ran ~10 % slower.
 template <int T>
 [[gnu::always_inline]] inline void iq4xs_dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i table,
                                              __m256i ls, __m256i (&s)[T]) {
