@@ -416,6 +416,30 @@ TEST(PackedGemm, Iq4XsSumsStayExactAtTheirBound) {
   }
 }
 
+// The AVX2 IQ4_XS kernel takes 8 tokens a call, the AVX-512 one 8 a tile:
+// every count across two calls and a ragged one, bit for bit.
+TEST(PackedGemm, Iq4XsKernelsEqualTheReferenceAtEveryTokenCount) {
+  const int64_t k = 512, rows = 32;
+  const QuantMatrix w = random_matrix(DType::IQ4_XS, k, rows, 17);
+  const auto packed = packed_copy(w.view);
+  bool ran = false;
+  for (CpuLevel level : testing::runnable_levels()) {
+    const PackedKernels* pk = kernels_at(level).packed(DType::IQ4_XS);
+    if (!pk) continue;
+    ran = true;
+    for (int64_t m = 1; m <= 19; ++m) {
+      const auto x = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(m), -4.0f, 4.0f);
+      const auto xp = packed_acts(x, k, m, pk->offset);
+      const size_t xs = act_stride(k, m, pk->offset);
+      std::vector<float> ref(static_cast<size_t>(rows * m)), got(ref.size(), NAN);
+      packed_gemm_reference(DType::IQ4_XS, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+      pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+      ASSERT_TRUE(same_bits(ref, got)) << "m=" << m << " at " << cpu_level_name(level);
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no packed IQ4_XS kernels on this machine";
+}
+
 // Q4_K's kernels walk a tile's tokens in two ways (pairs of sub-blocks for
 // few tokens, one sub-block at a time for more): every token count across
 // two tiles and a ragged one, an odd number of super-blocks, and the
