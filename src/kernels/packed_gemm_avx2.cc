@@ -4,9 +4,9 @@
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
-// a group against up to 4 tokens (IQ4_XS: 8). With 16 ymm registers a whole block of 16
-// rows (16 registers of weights) cannot stay resident as in the AVX-512
-// kernel; a half keeps the 4 tokens' sums, group sums and totals (12
+// a group against up to 4 tokens (IQ4_XS: 8). With 16 ymm registers a whole
+// block of 16 rows (16 registers of weights) cannot stay resident as in the
+// AVX-512 kernel; a half keeps the 4 tokens' sums, group sums and totals (12
 // registers) plus the weights being used. The other half re-reads the same
 // cache lines from L1/L2, so the matrix still comes from memory once.
 // Decode (one token) needs few registers, and both halves run block by
@@ -517,7 +517,7 @@ struct KLow {
 // the integer sums a token holds one register (its float total waits on the
 // stack between super-blocks), so 8 fit beside the looked-up levels, and
 // each line's unpacking (and, shift, 2 lookups, 2 abs) serves 8 tokens
-// (kernel alone, one thread: 74-77 -> 77-81 GMAC/s).
+// (kernel alone, one thread: 74-77 -> 77-82 GMAC/s).
 struct IQ4XS {
   static constexpr int kOffset = 128;
   static constexpr int kSubToks = 8;
