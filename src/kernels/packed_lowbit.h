@@ -37,9 +37,10 @@
 //     total += ls_j * isum_j; then v = d * float(total), acc = fma(v, d_x,
 //     acc). |level| <= 127 and |x| <= 127 give |isum_j| <= 32 * 127 * 127 =
 //     516128, |ls_j| <= 32 gives 16516096 per sub-block, and 8 of them stay
-//     under 2^27 (132128768, a 16th of int32's range). float(total) may
-//     round past 2^24, the same rounding at every level. (The AVX2 kernel
-//     reaches the same integers without start: sum(level * x) directly.)
+//     under 2^27 (132128768, a 16th of int32's range; a test reaches it).
+//     float(total) may round past 2^24, the same rounding at every level.
+//     (The AVX2 kernel reaches the same integers without start: its sign
+//     trick sums level * x directly.)
 //   Q2_K, Q3_K: everything per super-block in one int32: per sub-block of 16,
 //     s = sum(q * x) (q unsigned: Q2_K 0..3, Q3_K 0..7), isum += s * sc_j; the
 //     activation block's start holds the sums of its two halves as int16
