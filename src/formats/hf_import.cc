@@ -186,9 +186,10 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
     DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
   }
-  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {  // not qwen2moe
-    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
-    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
+  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.arch == "olmoe") {  // not qwen2moe
+    const bool spans = m.qk_norm_spans_heads();
+    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {spans ? q_dim : m.head_dim}, 0, plus));
+    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {spans ? kv_dim : m.head_dim}, 0, plus));
   }
   const int64_t o_in = m.mla() ? int64_t{m.n_heads} * m.v_head_dim : q_dim;
   DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, o_in}, 0, 0.0f));

@@ -712,11 +712,14 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   if (w.q_norm) {
     const auto* qn = static_cast<const float*>(w.q_norm->data);
     const auto* kn = static_cast<const float*>(w.k_norm->data);
+    // Each norm runs over spans of its weight's length: one head, or all of them (OLMoE).
+    const int32_t q_span = c.qk_norm_spans_heads() ? c.q_dim() : c.head_dim;
+    const int32_t k_span = c.qk_norm_spans_heads() ? c.kv_dim() : c.head_dim;
     for_rows(pool, n, static_cast<size_t>(c.q_dim() + c.kv_dim()), [&](int32_t i) {
       float* q = &ws_.q[static_cast<size_t>(i) * c.q_dim()];
       float* k = &ws_.k[static_cast<size_t>(i) * c.kv_dim()];
-      for (int32_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * c.head_dim, qn, q + h * c.head_dim, c.head_dim, c.rms_eps);
-      for (int32_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * c.head_dim, kn, k + h * c.head_dim, c.head_dim, c.rms_eps);
+      for (int32_t at = 0; at < c.q_dim(); at += q_span) rmsnorm(q + at, qn, q + at, q_span, c.rms_eps);
+      for (int32_t at = 0; at < c.kv_dim(); at += k_span) rmsnorm(k + at, kn, k + at, k_span, c.rms_eps);
     });
   }
 

@@ -31,6 +31,11 @@ linear / llama3 rope_scaling frequency rules. Per family:
   the experts, greedy top-k, renormalised when norm_topk_prob, else times
   routed_scaling_factor; plus n_shared_experts experts fused as one MLP of
   n_shared * moe_intermediate_size (mlp.shared_experts), ungated.
+- OLMoE (OlmoeForCausalLM): Llama's layer with RMSNorms over the whole of q
+  and of k (q_norm of heads * head_dim, k_norm of kv_heads * head_dim,
+  before the split into heads), rotate-half RoPE, and a mixture of experts
+  in every layer (mlp.gate, mlp.experts.N.*_proj), softmax then top-k,
+  renormalised only when norm_topk_prob.
 """
 
 import json
@@ -91,6 +96,7 @@ def write_checkpoint(folder, config, tensors, shards=1):
 
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 QK_NORM = ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM")
+WIDE_QK_NORM = ("OlmoeForCausalLM",)  # one norm over all heads of q (of k)
 
 
 def moe_layer(cfg, l):
@@ -99,7 +105,8 @@ def moe_layer(cfg, l):
     arch = arch_of(cfg)
     if arch == "MixtralForCausalLM":
         return "block_sparse_moe.", ("w1", "w3", "w2")
-    if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM") and l not in cfg.get("mlp_only_layers", []):
+    if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM") \
+            and l not in cfg.get("mlp_only_layers", []):
         return "mlp.", ("gate_proj", "up_proj", "down_proj")
     return None
 
@@ -313,6 +320,9 @@ def random_weights(cfg, dtype, seed):
         if arch in QK_NORM:
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
+        if arch in WIDE_QK_NORM:
+            w[p + "self_attn.q_norm.weight"] = norm(heads * hd)
+            w[p + "self_attn.k_norm.weight"] = norm(kv * hd)
         if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM"):
             w[p + "self_attn.q_proj.bias"] = bias(heads * hd)
             w[p + "self_attn.k_proj.bias"] = bias(kv * hd)
@@ -529,8 +539,11 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             q, k, v = proj("qkv_proj").split([heads * hd, kv * hd, kv * hd], -1)
         else:
             q, k, v = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        if qk_norm and arch in WIDE_QK_NORM:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
         q, k, v = q.reshape(n, heads, hd), k.reshape(n, kv, hd), v.reshape(n, kv, hd)
-        if qk_norm:
+        if qk_norm and arch not in WIDE_QK_NORM:
             q = norm(q, p + "self_attn.q_norm.weight")
             k = norm(k, p + "self_attn.k_norm.weight")
         slides = layer_slides(cfg, l)
