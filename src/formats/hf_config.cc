@@ -159,6 +159,7 @@ constexpr HfArch kHfArchs[] = {
     {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
     {"Phi3ForCausalLM", "phi3"},     {"MixtralForCausalLM", "llama"}, {"Qwen3MoeForCausalLM", "qwen3moe"},
     {"Qwen2MoeForCausalLM", "qwen2moe"}, {"DeepseekV2ForCausalLM", "deepseek2"}, {"OlmoeForCausalLM", "olmoe"},
+    {"Olmo2ForCausalLM", "olmo2"},
 };
 
 std::string supported_hf_archs() {
@@ -347,7 +348,8 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (c.model.arch.empty() || (c.model.arch == "llama" && c.hf_architecture != "LlamaForCausalLM" && !mistral && !mixtral))
     return err(src, ": architecture ", c.hf_architecture, " is not supported (supported: ", supported_hf_archs(), ")");
   const bool gemma = c.model.arch == "gemma2" || c.model.arch == "gemma3";
-  c.model.rms_eps = 1e-6f;  // the transformers classes' default, not GGUF's
+  // The transformers classes' defaults, not GGUF's.
+  c.model.rms_eps = c.model.arch == "olmoe" || c.model.arch == "olmo2" ? 1e-5f : 1e-6f;
 
   if (const json* act = field(j, "hidden_act"); act && *act != "silu" && !gemma)
     return err(src, ": hidden_act ", act->dump(), " is not supported (silu only)");

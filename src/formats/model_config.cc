@@ -176,7 +176,8 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
   const bool deepseek2 = c.arch == "deepseek2";
   const bool qwen = c.arch == "qwen2" || c.arch == "qwen2moe" || c.arch == "qwen3" || c.arch == "qwen3moe";
-  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3" && c.arch != "olmoe" && !deepseek2)
+  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3" && c.arch != "olmoe" &&
+      c.arch != "olmo2" && !deepseek2)
     return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
   // DeepSeek-V2 rotates adjacent pairs like llama's GGUF layout.
   c.rope_layout = llama_layout || deepseek2 ? RopeLayout::kNormal : RopeLayout::kNeox;
