@@ -762,6 +762,7 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
 void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_stride) {
   const __m512 half = _mm512_set1_ps(0.5f);
   const int64_t nb = k / kQK32;
+  int32_t even = 0;  // kPairSums: the even block's -sum(q)
   for (int64_t g0 = 0; g0 < nb; g0 += kActGroupBlocks) {
     const int64_t g1 = nb - g0 < kActGroupBlocks ? nb : g0 + kActGroupBlocks;
     __m512 amax = _mm512_setzero_ps();
@@ -782,11 +783,24 @@ void quantize(const float* x, uint8_t* out, int64_t k, int offset, size_t block_
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs), _mm512_cvtepi32_epi8(q[0]));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16), _mm512_cvtepi32_epi8(q[1]));
       y.d = dh;
+      if (offset == kPairSums) {
+        // Paired as they come: pair_block_sums' second pass over the row's
+        // blocks took ~2 % of a Q4_K prefill's samples (this quantizer
+        // 0.87-0.93x the time with it, 32 tokens x 2048).
+        const int32_t s = -_mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+        if (b % 2 == 0) {
+          even = s;
+          y.start = pair_start(s, 0);  // the last block of an odd count stays so
+        } else {
+          y.start = pair_start(even, s);
+          reinterpret_cast<PackedActBlock*>(out + static_cast<size_t>(b - 1) * block_stride)->start = y.start;
+        }
+        continue;
+      }
       y.start = offset == kHalfSums ? packed_lowbit::half_sums(_mm512_reduce_add_epi32(q[0]), _mm512_reduce_add_epi32(q[1]))
                                     : -(offset == kPairSums ? 1 : offset) * _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
     }
   }
-  if (offset == kPairSums) pair_block_sums(out, nb, block_stride);
 }
 
 }  // namespace
