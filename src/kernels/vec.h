@@ -63,6 +63,14 @@ inline float hmax(__m256 v) {
   static I zero_i() { return _mm##W##_setzero_si##W(); }                                     \
   static I set1_i8(int8_t a) { return _mm##W##_set1_epi8(a); }                               \
   static I add_i32(I a, I b) { return _mm##W##_add_epi32(a, b); }                            \
+  /* A transpose's first step: per 128-bit lane, t[2i] = (r2i[0], r2i+1[0],                  \
+     r2i[1], r2i+1[1]) and t[2i+1] the same for elements 2, 3. */                            \
+  static void interleave_pairs(const F* r, F* t) {                                           \
+    for (int i = 0; i < kLanes / 2; ++i) {                                                   \
+      t[2 * i] = _mm##W##_unpacklo_ps(r[2 * i], r[2 * i + 1]);                               \
+      t[2 * i + 1] = _mm##W##_unpackhi_ps(r[2 * i], r[2 * i + 1]);                           \
+    }                                                                                        \
+  }                                                                                          \
   /* kLanes halves at p, widened. */                                                         \
   static F load_f16(const uint8_t* p) { return _mm##W##_cvtph_ps(half(p)); }                 \
   /* bf16 is the top half of an f32: widen to 32 bits and shift into place. */               \
@@ -89,11 +97,7 @@ struct Vec256 {
   // r as an 8 x 8 matrix, transposed in place (r[i] lane j <-> r[j] lane i).
   static void transpose(F (&r)[8]) {
     F t[8], u[8];
-    // Per 128-bit lane: t[2i] = (r2i[0], r2i+1[0], r2i[1], r2i+1[1]), t[2i+1] the same for elements 2, 3.
-    for (int i = 0; i < 4; ++i) {
-      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
+    interleave_pairs(r, t);
     // u[4i + e], per lane: element e (low lane) or 4 + e (high lane) of rows 4i..4i+3.
     for (int i = 0; i < 2; ++i) {
       u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
@@ -164,11 +168,7 @@ struct Vec512 {
   // r as a 16 x 16 matrix, transposed in place.
   static void transpose(F (&r)[16]) {
     F t[16], u[16];
-    // Per 128-bit lane L: t[2i] = (r2i[4L], r2i+1[4L], r2i[4L+1], r2i+1[4L+1]), t[2i+1] the same for 4L+2, 4L+3.
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
+    interleave_pairs(r, t);
     // u[4i + q], lane L: element 4L + q of rows 4i..4i+3.
     for (int i = 0; i < 4; ++i) {
       const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
