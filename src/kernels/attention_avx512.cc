@@ -3,7 +3,7 @@
 // one fma chain, 8 queries at a time), plus a decode part's own ways for
 // groups of fewer than 4 query heads, where a transpose per head block costs
 // more than the scores: keys and values widened in registers as they are
-// used (scores_by_rows, add_values_by_rows), q4 rows by table with their
+// used (scores_by_rows, add_values over BlockRows), q4 rows by table with their
 // elements split even/odd (q4_group).
 #include <vector>
 
@@ -203,39 +203,16 @@ void split_rows(float* x, int n, bool join) {
   }
 }
 
-// add_values for H heads with the value rows widened in registers (q8: the
-// row's scale goes into the weight).
-template <KvType T, int D, int H>
-inline void add_values_by_rows(float* const* outs, const float* const* p, const float* corr, const uint8_t* block,
-                               const uint16_t* scales, int j0, int j1) {
-  __m512 o[H][D];
-  #pragma GCC unroll 4
-  for (int h = 0; h < H; ++h)
-    #pragma GCC unroll 16
-    for (int c = 0; c < D; ++c) {
-      o[h][c] = _mm512_loadu_ps(outs[h] + c * 16);
-      if (corr[h] != 1.0f) o[h][c] = _mm512_mul_ps(o[h][c], _mm512_set1_ps(corr[h]));
-    }
-  for (int j = j0; j < j1; ++j) {
-    __m512 pj[H];
-    const float row_scale = T == KvType::Q8 ? _cvtsh_ss(scales[j]) : 1.0f;
-    #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) pj[h] = _mm512_set1_ps(p[h][j] * row_scale);
-    #pragma GCC unroll 16
-    for (int c = 0; c < D; ++c) {
-      const __m512 vc = row_chunk<T, D>(block, j, c);
-      #pragma GCC unroll 4
-      for (int h = 0; h < H; ++h) o[h][c] = _mm512_fmadd_ps(pj[h], vc, o[h][c]);
-    }
-  }
-  #pragma GCC unroll 4
-  for (int h = 0; h < H; ++h)
-    #pragma GCC unroll 16
-    for (int c = 0; c < D; ++c) _mm512_storeu_ps(outs[h] + c * 16, o[h][c]);
-}
+// Value rows of a f32, f16 or q8 head block widened in registers, for
+// add_values (q8: the row's scale goes into the weight).
+template <KvType T, int D>
+struct BlockRows {
+  const uint8_t* block;
+  const uint16_t* scales;
+  float scale(int j) const { return T == KvType::Q8 ? _cvtsh_ss(scales[j]) : 1.0f; }
+  __m512 chunk(int j, int c) const { return row_chunk<T, D>(block, j, c); }
+};
 
-// One decode part (attention.h): per head block, a group of fewer than
-// kTransposeFrom queries by rows, a larger one by a transpose shared by it.
 template <KvType T, int HD>
 void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
                  int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
@@ -270,7 +247,7 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
         if constexpr (T == KvType::Q4)
           add_q4_values<D>(w.outs[g], p, w.corr[g], vb, v_scales, first, last);
         else
-          add_values_by_rows<T, D, 1>(w.outs + g, &p, w.corr + g, vb, v_scales, first, last);
+          add_values<V, 1, D>(w.outs + g, &p, w.corr + g, BlockRows<T, D>{vb, v_scales}, first, last, 0);
       }
       return;
     }

@@ -136,35 +136,45 @@ inline float softmax_step(float* s, const KeyMask<V>& valid, float& m, float& l)
   return correction;
 }
 
+// Value rows stored as f32 rows of HD (staged, or an f32 block in place).
+template <class V, int HD>
+struct F32Rows {
+  const float* v;
+  static float scale(int) { return 1.0f; }  // of row j, taken into its weight
+  typename V::F chunk(int j, int c) const { return V::load(v + j * HD + c * V::kLanes); }
+};
+
 // Output vectors [c0, c0 + C) of H heads of one row: outs[h] = outs[h] *
 // corr[h] + sum_j p[h][j] v[j] over keys [j0, j1), one fma chain per output
-// vector, in j order.
-template <class V, int HD, int H, int C>
-inline void add_values(float* const* outs, const float* const* p, const float* corr, const float* v, int j0, int j1,
-                       int c0) {
+// vector, in j order; rows gives v[j]'s vectors (F32Rows, or rows widened in
+// registers).
+template <class V, int H, int C, class Rows>
+inline void add_values(float* const* outs, const float* const* p, const float* corr, const Rows& rows, int j0,
+                       int j1, int c0) {
   constexpr int n = V::kLanes;
   typename V::F o[H][C];
   #pragma GCC unroll 4
   for (int h = 0; h < H; ++h)
-    #pragma GCC unroll 8
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
       o[h][c] = V::load(outs[h] + (c0 + c) * n);
       if (corr[h] != 1.0f) o[h][c] = V::mul(o[h][c], V::set1(corr[h]));
     }
   for (int j = j0; j < j1; ++j) {
     typename V::F pj[H];
+    const float row_scale = rows.scale(j);
     #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) pj[h] = V::set1(p[h][j]);
-    #pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) pj[h] = V::set1(p[h][j] * row_scale);
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const typename V::F vc = V::load(v + j * HD + (c0 + c) * n);
+      const typename V::F vc = rows.chunk(j, c0 + c);
       #pragma GCC unroll 4
       for (int h = 0; h < H; ++h) o[h][c] = V::fmadd(pj[h], vc, o[h][c]);
     }
   }
   #pragma GCC unroll 4
   for (int h = 0; h < H; ++h)
-    #pragma GCC unroll 8
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) V::store(outs[h] + (c0 + c) * n, o[h][c]);
 }
 
@@ -172,7 +182,7 @@ template <class V, int HD, int H>
 inline void add_values_all(float* const* outs, const float* const* p, const float* corr, const float* v, int j0,
                            int j1) {
   constexpr int C = kValueChunk<V, HD>;
-  for (int c0 = 0; c0 < HD / V::kLanes; c0 += C) add_values<V, HD, H, C>(outs, p, corr, v, j0, j1, c0);
+  for (int c0 = 0; c0 < HD / V::kLanes; c0 += C) add_values<V, H, C>(outs, p, corr, F32Rows<V, HD>{v}, j0, j1, c0);
 }
 
 // The softmax step of n queries' scores s (their running m, l) over keys
