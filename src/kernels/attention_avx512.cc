@@ -26,15 +26,14 @@ using namespace attn_simd;
 // dot, or the weight, once per row).
 template <KvType T, int D>
 inline __m512 row_chunk(const uint8_t* block, int j, int c) {
-  constexpr int hd = D * 16;
+  const int at = j * D * 16 + c * 16;  // the chunk's first element
   if constexpr (T == KvType::F32) {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(block) + j * hd + c * 16);
+    return V::load(reinterpret_cast<const float*>(block) + at);
   } else if constexpr (T == KvType::F16) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (j * hd + c * 16) * 2)));
+    return V::load_f16(block + at * 2);
   } else {
     static_assert(T == KvType::Q8, "q4 goes by q4_group");
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + j * hd + c * 16));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+    return V::load_s8(block + at);
   }
 }
 
@@ -136,40 +135,6 @@ inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t*
   _mm512_store_ps(s, _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
 }
 
-// add_values for one head over a q4 block, its output split even/odd (see
-// attend_part) as q4_group gives the values.
-template <int D>
-inline void add_q4_values(float* out, const float* p, float corr, const uint8_t* block, const uint16_t* scales,
-                          int j0, int j1) {
-  alignas(64) float sf[kKeys * D / 2];
-  q4_scales<D>(scales, sf);
-  __m512 oe[D / 2], oo[D / 2];
-  #pragma GCC unroll 8
-  for (int g = 0; g < D / 2; ++g) {
-    oe[g] = _mm512_loadu_ps(out + g * 32);
-    oo[g] = _mm512_loadu_ps(out + g * 32 + 16);
-    if (corr != 1.0f) {
-      oe[g] = _mm512_mul_ps(oe[g], _mm512_set1_ps(corr));
-      oo[g] = _mm512_mul_ps(oo[g], _mm512_set1_ps(corr));
-    }
-  }
-  for (int j = j0; j < j1; ++j) {
-    const __m512 pj = _mm512_set1_ps(p[j]);
-    #pragma GCC unroll 8
-    for (int g = 0; g < D / 2; ++g) {
-      __m512 even, odd;
-      q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
-      oe[g] = _mm512_fmadd_ps(pj, even, oe[g]);
-      oo[g] = _mm512_fmadd_ps(pj, odd, oo[g]);
-    }
-  }
-  #pragma GCC unroll 8
-  for (int g = 0; g < D / 2; ++g) {
-    _mm512_storeu_ps(out + g * 32, oe[g]);
-    _mm512_storeu_ps(out + g * 32 + 16, oo[g]);
-  }
-}
-
 // Rows [first, last) of a q4 head block as f32 rows split even/odd per
 // group, the others zero (for the transposed path).
 template <int D>
@@ -213,6 +178,22 @@ struct BlockRows {
   __m512 chunk(int j, int c) const { return row_chunk<T, D>(block, j, c); }
 };
 
+// The same for a q4 block, its rows split even/odd as q4_group gives them
+// (chunk 2g: group g's even elements, 2g + 1: its odd ones), so the output
+// is split too (see attend_part).
+template <int D>
+struct Q4Rows {
+  const uint8_t* block;
+  alignas(64) float sf[kKeys * D / 2];  // q4_scales
+  Q4Rows(const uint8_t* b, const uint16_t* scales) : block(b) { q4_scales<D>(scales, sf); }
+  static float scale(int) { return 1.0f; }
+  __m512 chunk(int j, int c) const {
+    __m512 even, odd;
+    q4_group(block + j * D * 8 + c / 2 * 16, sf + j * (D / 2) + c / 2, even, odd);
+    return c % 2 == 0 ? even : odd;
+  }
+};
+
 template <KvType T, int HD>
 void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
                  int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
@@ -245,7 +226,7 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
       for (int g = 0; g < n_group; ++g) {
         const float* p = w.s[g];
         if constexpr (T == KvType::Q4)
-          add_q4_values<D>(w.outs[g], p, w.corr[g], vb, v_scales, first, last);
+          add_values<V, 1, D>(w.outs + g, &p, w.corr + g, Q4Rows<D>(vb, v_scales), first, last, 0);
         else
           add_values<V, 1, D>(w.outs + g, &p, w.corr + g, BlockRows<T, D>{vb, v_scales}, first, last, 0);
       }
