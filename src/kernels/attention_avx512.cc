@@ -21,22 +21,6 @@ namespace {
 using V = vec::Vec512;
 using namespace attn_simd;
 
-// Elements 16c..16c+15 of row j of a f32, f16 or q8 head block, as floats,
-// widened in registers (q8 without its row's scale: the caller scales the
-// dot, or the weight, once per row).
-template <KvType T, int D>
-inline __m512 row_chunk(const uint8_t* block, int j, int c) {
-  const int at = j * D * 16 + c * 16;  // the chunk's first element
-  if constexpr (T == KvType::F32) {
-    return V::load(reinterpret_cast<const float*>(block) + at);
-  } else if constexpr (T == KvType::F16) {
-    return V::load_f16(block + at * 2);
-  } else {
-    static_assert(T == KvType::Q8, "q4 goes by q4_group");
-    return V::load_s8(block + at);
-  }
-}
-
 // One q4 group (32 elements, 16 bytes) by table: each byte, zero-extended to
 // a lane, indexes a table of (code - 8) * the group's scale with its low
 // nibble (vpermps reads an index's low 4 bits: element 2i) and, shifted, its
@@ -73,6 +57,52 @@ inline void join_even_odd(__m512 even, __m512 odd, __m512& a, __m512& b) {
   b = _mm512_permutex2var_ps(even, _mm512_add_epi32(lo, _mm512_set1_epi32(8)), odd);
 }
 
+// K or V rows of a f32, f16 or q8 head block widened in registers, for
+// scores_by_rows and add_values (q8: without the row's scale, which goes
+// into the dot or the weight).
+template <KvType T, int D>
+struct BlockRows {
+  const uint8_t* block;
+  const uint16_t* scales;
+  float scale(int j) const { return T == KvType::Q8 ? _cvtsh_ss(scales[j]) : 1.0f; }
+  // Elements 16c..16c+15 of row j.
+  __m512 chunk(int j, int c) const {
+    const int at = j * D * 16 + c * 16;
+    if constexpr (T == KvType::F32) {
+      return V::load(reinterpret_cast<const float*>(block) + at);
+    } else if constexpr (T == KvType::F16) {
+      return V::load_f16(block + at * 2);
+    } else {
+      static_assert(T == KvType::Q8, "q4 goes by Q4Rows");
+      return V::load_s8(block + at);
+    }
+  }
+};
+
+// The same for a q4 block, its rows split even/odd as q4_group gives them
+// (chunk 2g: group g's even elements, 2g + 1: its odd ones), so the output
+// is split too (see attend_part).
+template <int D>
+struct Q4Rows {
+  const uint8_t* block;
+  alignas(64) float sf[kKeys * D / 2];  // q4_scales
+  Q4Rows(const uint8_t* b, const uint16_t* scales) : block(b) { q4_scales<D>(scales, sf); }
+  static float scale(int) { return 1.0f; }
+  __m512 chunk(int j, int c) const {
+    __m512 even, odd;
+    q4_group(block + j * D * 8 + c / 2 * 16, sf + j * (D / 2) + c / 2, even, odd);
+    return c % 2 == 0 ? even : odd;
+  }
+};
+
+template <KvType T, int D>
+auto rows_of(const uint8_t* block, const uint16_t* scales) {
+  if constexpr (T == KvType::Q4)
+    return Q4Rows<D>(block, scales);
+  else
+    return BlockRows<T, D>{block, scales};
+}
+
 // scale * (q · key j) of rows [first, last) of a head block into s[j] (the
 // others 0), widening the keys in registers: per key one fma chain, then the
 // 16 sums reduced together, pairs of keys at a time (45 shuffles and adds,
@@ -81,37 +111,14 @@ inline void join_even_odd(__m512 even, __m512 odd, __m512& a, __m512& b) {
 template <KvType T, int D>
 inline void scores_by_rows(const float* q, const uint8_t* block, const uint16_t* scales, int first, int last,
                            float scale, float* s) {
+  const auto rows = rows_of<T, D>(block, scales);  // q4: q is split even/odd as its rows (see attend_part)
   __m512 a[kKeys];
-  if constexpr (T == KvType::Q4) {
-    static_assert(D % 2 == 0, "q4 rows are whole 32-element groups here");
-    __m512 qe[D / 2], qo[D / 2];  // q is split even/odd (see attend_part)
-    #pragma GCC unroll 8
-    for (int g = 0; g < D / 2; ++g) {
-      qe[g] = _mm512_loadu_ps(q + g * 32);
-      qo[g] = _mm512_loadu_ps(q + g * 32 + 16);
-    }
-    alignas(64) float sf[kKeys * D / 2];
-    q4_scales<D>(scales, sf);
+  #pragma GCC unroll 16
+  for (int j = 0; j < kKeys; ++j) {
+    a[j] = _mm512_setzero_ps();
+    if (j < first || j >= last) continue;  // never loaded: may be another sequence's, or never written
     #pragma GCC unroll 16
-    for (int j = 0; j < kKeys; ++j) {
-      a[j] = _mm512_setzero_ps();
-      if (j < first || j >= last) continue;
-      #pragma GCC unroll 8
-      for (int g = 0; g < D / 2; ++g) {
-        __m512 even, odd;
-        q4_group(block + j * D * 8 + g * 16, sf + j * (D / 2) + g, even, odd);
-        a[j] = _mm512_fmadd_ps(qo[g], odd, _mm512_fmadd_ps(qe[g], even, a[j]));
-      }
-    }
-  } else {
-    #pragma GCC unroll 16
-    for (int j = 0; j < kKeys; ++j) {
-      a[j] = _mm512_setzero_ps();
-      if (j < first || j >= last) continue;  // never loaded: may be another sequence's, or never written
-      #pragma GCC unroll 16
-      for (int c = 0; c < D; ++c)
-        a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c * 16), row_chunk<T, D>(block, j, c), a[j]);
-    }
+    for (int c = 0; c < D; ++c) a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c * 16), rows.chunk(j, c), a[j]);
   }
   // Per 128-bit lane: b[i] = (key 2i, key 2i+1) pair sums, c[i] = keys 4i..4i+3 each summed over the lane.
   __m512 b[8], c[4];
@@ -168,32 +175,6 @@ void split_rows(float* x, int n, bool join) {
   }
 }
 
-// Value rows of a f32, f16 or q8 head block widened in registers, for
-// add_values (q8: the row's scale goes into the weight).
-template <KvType T, int D>
-struct BlockRows {
-  const uint8_t* block;
-  const uint16_t* scales;
-  float scale(int j) const { return T == KvType::Q8 ? _cvtsh_ss(scales[j]) : 1.0f; }
-  __m512 chunk(int j, int c) const { return row_chunk<T, D>(block, j, c); }
-};
-
-// The same for a q4 block, its rows split even/odd as q4_group gives them
-// (chunk 2g: group g's even elements, 2g + 1: its odd ones), so the output
-// is split too (see attend_part).
-template <int D>
-struct Q4Rows {
-  const uint8_t* block;
-  alignas(64) float sf[kKeys * D / 2];  // q4_scales
-  Q4Rows(const uint8_t* b, const uint16_t* scales) : block(b) { q4_scales<D>(scales, sf); }
-  static float scale(int) { return 1.0f; }
-  __m512 chunk(int j, int c) const {
-    __m512 even, odd;
-    q4_group(block + j * D * 8 + c / 2 * 16, sf + j * (D / 2) + c / 2, even, odd);
-    return c % 2 == 0 ? even : odd;
-  }
-};
-
 template <KvType T, int HD>
 void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv& kv, size_t head_stride,
                  int32_t begin, int32_t end, float scale, float* m, float* l, float* out) {
@@ -225,10 +206,7 @@ void attend_part(const float* q, int32_t n_heads, int32_t n_group, const PagedKv
       for (int g = 0; g < n_group; ++g) w.corr[g] = softmax_step<V>(w.s[g], valid, mh[g], lh[g]);
       for (int g = 0; g < n_group; ++g) {
         const float* p = w.s[g];
-        if constexpr (T == KvType::Q4)
-          add_values<V, 1, D>(w.outs + g, &p, w.corr + g, Q4Rows<D>(vb, v_scales), first, last, 0);
-        else
-          add_values<V, 1, D>(w.outs + g, &p, w.corr + g, BlockRows<T, D>{vb, v_scales}, first, last, 0);
+        add_values<V, 1, D>(w.outs + g, &p, w.corr + g, rows_of<T, D>(vb, v_scales), first, last, 0);
       }
       return;
     }
