@@ -16,8 +16,9 @@
 // A decode part (attend_part) runs the same steps per head block, every KV
 // head of a cache block in turn, for one query row.
 // Every query's arithmetic is the same whatever else shares its tile, so a
-// row gets the bits it gets alone (decode) inside any prefill chunk; both
-// levels sum in the same order but for the reductions of V::reduce_add.
+// row gets the bits it gets alone (decode) inside any prefill chunk. The two
+// levels add in the same order here but for V::reduce_add's tree (a block's
+// softmax sum); AVX-512's own decode path for small groups sums otherwise.
 // Include only from attention_avx2.cc / attention_avx512.cc (see vec.h).
 #pragma once
 
