@@ -10,7 +10,11 @@
 // copies) so that weights come from DRAM, not the L3. The two alternate
 // with the read probe in every repetition, so each figure is judged against
 // a ceiling measured seconds before it. Prints numbers; asserts nothing.
-//   moe_ffn [threads=2] [steps=100] [reps=5]
+//   moe_ffn [threads=2] [steps=100] [reps=5] [tokens=1]
+// With tokens > 1, a prefill chunk instead: that many tokens, each routed to
+// 8 of the 128 experts by random router logits, through the steps DecoderModel::moe_ffn
+// takes (gather, gate+up grouped, SwiGLU, down grouped, weighted sum),
+// against the dense twin on the same tokens, each judged by the int8 probe.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -82,29 +86,124 @@ struct Figures {
   double seconds = 0, bytes = 0;
 };
 
+// The experts and the dense twin's copies, cycled through step by step.
+struct Weights {
+  std::vector<Packed> gate, up, down, routers, dgate, dup, ddown;
+};
+
+// One layer's FFN of a prefill chunk of n tokens, the MoE and the dense twin
+// alternating step by step (weights from DRAM, copy s % copies).
+void prefill(Weights& w, ThreadPool& pool, int n, int steps, int reps, std::mt19937& rng) {
+  const auto un = static_cast<size_t>(n), routed = un * kUsed;
+  std::vector<float> x(un * kDim), logits(un * kExperts), moe_x(routed * kDim), g(routed * kExpertFfn),
+      u(routed * kExpertFfn), moe_y(routed * kDim), out(un * kDim), dg(un * kDenseFfn), du(un * kDenseFfn);
+  std::uniform_real_distribution<float> unit(-1, 1);
+  for (auto& v : x) v = unit(rng);
+  std::vector<uint8_t> scratch(packed_act_row_bytes(kDenseFfn) * routed + 4096);
+  // Each step's routing, from random logits (random routers route alike).
+  std::vector<ExpertRoutes> routes(static_cast<size_t>(steps));
+  for (auto& r : routes) {
+    for (auto& v : logits) v = unit(rng);
+    route_tokens(logits.data(), n, kExperts, kUsed, true, r);
+  }
+  std::vector<MatmulItem> items;
+  const auto moe_step = [&](int s, Figures& ffn, Figures& gu, Figures& dn) {
+    const ExpertRoutes& r = routes[static_cast<size_t>(s)];
+    const size_t base = static_cast<size_t>(s % kMoeCopies * kExperts);
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < routed; ++i)
+      std::copy_n(&x[static_cast<size_t>(r.rows[i]) * kDim], kDim, &moe_x[i * kDim]);
+    items.clear();
+    for (int32_t e = 0; e < kExperts; ++e) {
+      const auto at = static_cast<size_t>(r.offset[static_cast<size_t>(e)]);
+      if (r.count(e) == 0) continue;
+      items.push_back({&w.gate[base + static_cast<size_t>(e)].view, &moe_x[at * kDim], r.count(e), &g[at * kExpertFfn]});
+      items.push_back({&w.up[base + static_cast<size_t>(e)].view, &moe_x[at * kDim], r.count(e), &u[at * kExpertFfn]});
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    matmul_grouped(items, scratch.data(), pool);
+    gu.seconds += seconds_since(t1);
+    swiglu(g.data(), u.data(), g.data(), static_cast<int64_t>(routed * kExpertFfn));
+    items.clear();
+    for (int32_t e = 0; e < kExperts; ++e) {
+      const auto at = static_cast<size_t>(r.offset[static_cast<size_t>(e)]);
+      if (r.count(e) > 0)
+        items.push_back({&w.down[base + static_cast<size_t>(e)].view, &g[at * kExpertFfn], r.count(e), &moe_y[at * kDim]});
+    }
+    t1 = std::chrono::steady_clock::now();
+    matmul_grouped(items, scratch.data(), pool);
+    dn.seconds += seconds_since(t1);
+    for (size_t i = 0; i < un; ++i) {
+      float* o = &out[i * kDim];
+      std::fill_n(o, kDim, 0.0f);
+      for (size_t j = 0; j < kUsed; ++j) {
+        const auto entry = static_cast<size_t>(r.entries[i * kUsed + j]);
+        for (int64_t d = 0; d < kDim; ++d) o[d] += r.weights[entry] * moe_y[entry * kDim + static_cast<size_t>(d)];
+      }
+    }
+    ffn.seconds += seconds_since(t0);
+  };
+  const auto dense_step = [&](int s, Figures& ffn) {
+    const size_t i = static_cast<size_t>(s % kDenseCopies);
+    const TensorView* ws[] = {&w.dgate[i].view, &w.dup[i].view};
+    float* outs[] = {dg.data(), du.data()};
+    const auto t0 = std::chrono::steady_clock::now();
+    matmul_shared(ws, x.data(), n, outs, scratch.data(), pool);
+    swiglu(dg.data(), du.data(), dg.data(), static_cast<int64_t>(un * kDenseFfn));
+    matmul(w.ddown[i].view, dg.data(), n, out.data(), scratch.data(), pool);
+    ffn.seconds += seconds_since(t0);
+  };
+  // Active operations per token: 3 matrices of 8 x 768 x 2048, 2 per product.
+  const double ops = 2.0 * 3 * kUsed * kExpertFfn * kDim * n;
+  std::printf("Qwen3-30B-A3B FFN, Q4_K packed, prefill chunk of %d tokens, %d threads, %d steps x %d repetitions\n", n,
+              pool.size(), steps, reps);
+  std::printf("| rep | int8 probe GOP/s | MoE FFN ms | of which gate+up, down | MoE %% of probe | dense FFN ms | dense %% | MoE / dense time |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (int rep = 0; rep < reps; ++rep) {
+    Figures moe, gu, dn, dense, warm;
+    moe_step(0, warm, warm, warm);
+    dense_step(0, warm);
+    const double probe = measure_roofline(pool, size_t{1} << 24, 3).int8_gop_s;
+    for (int s = 0; s < steps; ++s) {
+      moe_step(s, moe, gu, dn);
+      dense_step(s, dense);
+    }
+    const auto pct = [&](const Figures& f) { return ops * steps / f.seconds / 1e9 / probe * 100.0; };
+    std::printf("| %d | %.0f | %.2f | %.2f, %.2f | %.1f%% | %.2f | %.1f%% | %.3f |\n", rep, probe, moe.seconds / steps * 1e3,
+                gu.seconds / steps * 1e3, dn.seconds / steps * 1e3, pct(moe), dense.seconds / steps * 1e3, pct(dense),
+                moe.seconds / dense.seconds);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 100;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
+  const int tokens = argc > 4 ? std::atoi(argv[4]) : 1;
   ThreadPool pool(threads);
   std::mt19937 rng(7);
-  std::vector<Packed> gate, up, down;
+  Weights w;
+  auto &gate = w.gate, &up = w.up, &down = w.down, &routers = w.routers, &dgate = w.dgate, &dup = w.dup,
+       &ddown = w.ddown;
   for (int64_t e = 0; e < kMoeCopies * kExperts; ++e) {
     gate.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
     up.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
     down.push_back(random_packed(DType::Q4_K, kExpertFfn, kDim, rng));
   }
-  std::vector<Packed> routers;  // F32 [128][2048], one per layer copy
+  // F32 [128][2048], one per layer copy
   for (int c = 0; c < kMoeCopies; ++c) routers.push_back(random_packed(DType::F32, kDim, kExperts, rng));
   std::vector<float> logits(kExperts);
   ExpertRoutes routes;
-  std::vector<Packed> dgate, dup, ddown;
   for (int c = 0; c < kDenseCopies; ++c) {
     dgate.push_back(random_packed(DType::Q4_K, kDim, kDenseFfn, rng));
     dup.push_back(random_packed(DType::Q4_K, kDim, kDenseFfn, rng));
     ddown.push_back(random_packed(DType::Q4_K, kDenseFfn, kDim, rng));
+  }
+  if (tokens > 1) {
+    prefill(w, pool, tokens, steps, reps, rng);
+    return 0;
   }
   std::vector<float> x(kDim), y(kDim), g(kDenseFfn), u(kDenseFfn), ys(kUsed * kDim), weights(kUsed, 1.0f / kUsed);
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);

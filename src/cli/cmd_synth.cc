@@ -92,7 +92,7 @@ const bool registered = register_command(
       auto a = std::make_shared<SynthArgs>();
       app.add_option("--like", a->like,
                      "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, "
-                     "mixtral-8x7b, qwen3-30b-a3b, deepseek-v2-lite");
+                     "mixtral-8x7b, qwen3-30b-a3b, olmoe-1b-7b, olmo2-1b, deepseek-v2-lite");
       app.add_option("--arch", a->arch,
                      "architecture of the tensors: llama, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2 (default: the preset's; "
                      "e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's shape and bytes)");

@@ -158,7 +158,8 @@ constexpr HfArch kHfArchs[] = {
     {"LlamaForCausalLM", "llama"},   {"MistralForCausalLM", "llama"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"},   {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3"},
     {"Phi3ForCausalLM", "phi3"},     {"MixtralForCausalLM", "llama"}, {"Qwen3MoeForCausalLM", "qwen3moe"},
-    {"Qwen2MoeForCausalLM", "qwen2moe"}, {"DeepseekV2ForCausalLM", "deepseek2"},
+    {"Qwen2MoeForCausalLM", "qwen2moe"}, {"DeepseekV2ForCausalLM", "deepseek2"}, {"OlmoeForCausalLM", "olmoe"},
+    {"Olmo2ForCausalLM", "olmo2"},
 };
 
 std::string supported_hf_archs() {
@@ -224,7 +225,8 @@ Status set_longrope(const json& j, const std::string& src, HfConfig& c) {
 }
 
 // Mixtral: num_local_experts experts of intermediate_size, every layer.
-// Qwen2-MoE and Qwen3-MoE: num_experts of moe_intermediate_size (Qwen2-MoE
+// OLMoE: num_experts of intermediate_size, every layer, norm_topk_prob off
+// unless given. Qwen2-MoE and Qwen3-MoE: num_experts of moe_intermediate_size (Qwen2-MoE
 // with a gated shared expert of shared_expert_intermediate_size), on the layers that
 // decoder_sparse_step selects and mlp_only_layers does not name (those keep
 // a dense MLP of intermediate_size); norm_topk_prob as the class defaults it.
@@ -238,6 +240,14 @@ Status read_experts(const json& j, const std::string& src, bool mixtral, HfConfi
     return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
   m.expert_ffn_dim = m.ffn_dim;
   if (mixtral) return {};
+  if (m.arch == "olmoe") {
+    if (!field(j, "num_experts")) m.n_experts = 64;
+    if (!field(j, "num_experts_per_tok")) m.n_experts_used = 8;
+    if (m.n_experts_used > m.n_experts)
+      return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+    m.expert_weights_norm = false;
+    return read_bool(j, "norm_topk_prob", src, &m.expert_weights_norm);
+  }
   const bool qwen2 = m.arch == "qwen2moe";
   if (!field(j, "num_experts")) m.n_experts = qwen2 ? 60 : 128;
   if (!field(j, "num_experts_per_tok")) m.n_experts_used = qwen2 ? 4 : 8;
@@ -338,7 +348,8 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
   if (c.model.arch.empty() || (c.model.arch == "llama" && c.hf_architecture != "LlamaForCausalLM" && !mistral && !mixtral))
     return err(src, ": architecture ", c.hf_architecture, " is not supported (supported: ", supported_hf_archs(), ")");
   const bool gemma = c.model.arch == "gemma2" || c.model.arch == "gemma3";
-  c.model.rms_eps = 1e-6f;  // the transformers classes' default, not GGUF's
+  // The transformers classes' defaults, not GGUF's.
+  c.model.rms_eps = c.model.arch == "olmoe" || c.model.arch == "olmo2" ? 1e-5f : 1e-6f;
 
   if (const json* act = field(j, "hidden_act"); act && *act != "silu" && !gemma)
     return err(src, ": hidden_act ", act->dump(), " is not supported (silu only)");
@@ -399,7 +410,10 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src
     DUET_ASSIGN(c.quant, parse_hf_quantization(*q, src));
   }
 
-  if (mixtral || c.model.arch == "qwen3moe" || c.model.arch == "qwen2moe") DUET_TRY(read_experts(j, src, mixtral, c));
+  if (mixtral || c.model.arch == "qwen3moe" || c.model.arch == "qwen2moe" || c.model.arch == "olmoe")
+    DUET_TRY(read_experts(j, src, mixtral, c));
+  if (const json* clip = field(j, "clip_qkv"); clip && !clip->is_null())
+    return err(src, ": clip_qkv ", clip->dump(), " is not supported (null)");
   if (mixtral) {
     DUET_TRY(read_int(j, "sliding_window", src, 1, 1 << 24, &c.model.sliding_window, false));
   } else if (mistral) {

@@ -157,7 +157,8 @@ Status HfCheckpoint::plan_layer(
   const int b = static_cast<int>(l);
   const bool gemma = m.arch == "gemma2" || m.arch == "gemma3";
   const float plus = gemma ? 1.0f : 0.0f;
-  DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0, plus));
+  const bool olmo2 = m.arch == "olmo2";  // its norms follow attention and the MLP, none precede them
+  if (!olmo2) DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0, plus));
   if (m.arch == "deepseek2") {
     // Multi-head latent attention; RoPE dims need no permutation, as HF's
     // DeepSeek-V2 de-interleaves them before its rotate-half, which rotates
@@ -186,9 +187,10 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
     DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
   }
-  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3") {  // not qwen2moe
-    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {m.head_dim}, 0, plus));
-    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {m.head_dim}, 0, plus));
+  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.qk_norm_spans_heads()) {  // not qwen2moe
+    const bool spans = m.qk_norm_spans_heads();
+    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {spans ? q_dim : m.head_dim}, 0, plus));
+    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {spans ? kv_dim : m.head_dim}, 0, plus));
   }
   const int64_t o_in = m.mla() ? int64_t{m.n_heads} * m.v_head_dim : q_dim;
   DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, o_in}, 0, 0.0f));
@@ -196,6 +198,9 @@ Status HfCheckpoint::plan_layer(
     DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, plus));
     DUET_TRY(add(p + "pre_feedforward_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, plus));
     DUET_TRY(add(p + "post_feedforward_layernorm.weight", n::blk(b, n::kPostFfnNorm), {m.dim}, 0, plus));
+  } else if (olmo2) {
+    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, 0.0f));
+    DUET_TRY(add(p + "post_feedforward_layernorm.weight", n::blk(b, n::kPostFfnNorm), {m.dim}, 0, 0.0f));
   } else {
     DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, 0.0f));
   }

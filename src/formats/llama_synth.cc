@@ -193,7 +193,7 @@ Status add_mla_layer(GgufWriter& w, const ModelConfig& s, int l, DType dt, float
 
 constexpr const char* kPresets =
     "tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, mixtral-8x7b, "
-    "qwen3-30b-a3b, deepseek-v2-lite";
+    "qwen3-30b-a3b, olmoe-1b-7b, olmo2-1b, deepseek-v2-lite";
 
 Result<ModelConfig> model_preset(std::string_view name) {
   ModelConfig s;
@@ -227,6 +227,13 @@ Result<ModelConfig> model_preset(std::string_view name) {
     s = {.arch = "qwen3moe", .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
          .head_dim = 128, .ffn_dim = 6144, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
          .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768};
+  } else if (name == "olmoe-1b-7b") {
+    s = {.arch = "olmoe", .n_vocab = 50304, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+         .ffn_dim = 1024, .ctx_len = 4096, .n_experts = 64, .n_experts_used = 8, .expert_ffn_dim = 1024,
+         .expert_weights_norm = false};
+  } else if (name == "olmo2-1b") {
+    s = {.arch = "olmo2", .n_vocab = 100352, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+         .ffn_dim = 8192, .ctx_len = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f};
   } else if (name == "deepseek-v2-lite") {
     s = {.arch = "deepseek2", .n_vocab = 102400, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16,
          .head_dim = 192, .ffn_dim = 10944, .ctx_len = 163840, .rope_dim = 64, .rms_eps = 1e-6f,
@@ -266,13 +273,13 @@ Status validate_shape(const ModelConfig& s) {
     return err("synth: rope-base (", s.rope_base, ") must be a finite number > 1");
   if (!(s.rms_eps > 0.0) || !(s.rms_eps < 1.0))
     return err("synth: rms-eps (", s.rms_eps, ") must be in (0, 1)");
-  if (s.arch == "qwen3moe" && !s.moe()) return err("synth: qwen3moe needs --experts");
+  if ((s.arch == "qwen3moe" || s.arch == "olmoe") && !s.moe()) return err("synth: ", s.arch, " needs --experts");
   if (s.moe()) {
     DUET_TRY(in("experts", s.n_experts, 1, 4096));
     DUET_TRY(in("experts-used", s.n_experts_used, 1, s.n_experts));
     DUET_TRY(in("expert-ffn", s.expert_ffn_dim, 1, kMaxDim));
-    if (s.arch != "llama" && s.arch != "qwen3moe" && s.arch != "deepseek2")
-      return err("synth: experts need architecture llama (Mixtral), qwen3moe or deepseek2, not ", s.arch);
+    if (s.arch != "llama" && s.arch != "qwen3moe" && s.arch != "olmoe" && s.arch != "deepseek2")
+      return err("synth: experts need architecture llama (Mixtral), qwen3moe, olmoe or deepseek2, not ", s.arch);
   }
   if (s.arch == "deepseek2") {
     DUET_TRY(in("kv-lora-rank", s.kv_lora_rank, 1, kMaxDim));
@@ -293,9 +300,10 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   ModelConfig s = opt.shape;
   if (s.moe() && s.expert_ffn_dim == 0) s.expert_ffn_dim = s.ffn_dim;  // Mixtral's experts are its FFN
   const std::string& a = s.arch;
-  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "gemma2" && a != "gemma3" && a != "phi3" &&
-      a != "deepseek2")
-    return err("synth: architecture '", a, "' is not supported (llama, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2)");
+  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "olmoe" && a != "olmo2" && a != "gemma2" &&
+      a != "gemma3" && a != "phi3" && a != "deepseek2")
+    return err("synth: architecture '", a,
+               "' is not supported (llama, qwen3, qwen3moe, olmoe, olmo2, gemma2, gemma3, phi3, deepseek2)");
   if ((a == "gemma2" || a == "gemma3") && !s.tied_output) return err("synth: Gemma's head is always tied");
   DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
   if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
@@ -323,7 +331,7 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   // Gemma multiplies embeddings by sqrt(dim) itself.
   const float embd_std = s.tied_output ? inv_sqrt(s.dim) : 1.0f;
   DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.n_vocab}, 0.0f, embd_std, seed));
-  const bool fused = a == "phi3", gemma = a == "gemma2" || a == "gemma3";
+  const bool fused = a == "phi3", gemma = a == "gemma2" || a == "gemma3", olmo2 = a == "olmo2";
   const auto norm = [&](const std::string& name, int64_t n) {
     return add_random(w, name, DType::F32, {n}, 1.0f, kNormNoise, seed);
   };
@@ -332,7 +340,7 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   };
   for (int l = 0; l < s.n_layers; ++l) {
     const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
-    DUET_TRY(norm(names::blk(l, names::kAttnNorm), s.dim));
+    if (!olmo2) DUET_TRY(norm(names::blk(l, names::kAttnNorm), s.dim));  // OLMo 2 norms outputs only
     if (a == "deepseek2") {
       DUET_TRY(add_mla_layer(w, s, l, dt, res_scale, seed));
       continue;
@@ -344,13 +352,14 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
       DUET_TRY(matrix(names::blk(l, names::kAttnK), s.dim, kv_out, 1.0f));
       DUET_TRY(matrix(names::blk(l, names::kAttnV), s.dim, kv_out, 1.0f));
     }
-    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3") {
-      DUET_TRY(norm(names::blk(l, names::kAttnQNorm), s.head_dim));
-      DUET_TRY(norm(names::blk(l, names::kAttnKNorm), s.head_dim));
+    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3" || s.qk_norm_spans_heads()) {
+      const bool spans = s.qk_norm_spans_heads();
+      DUET_TRY(norm(names::blk(l, names::kAttnQNorm), spans ? q_out : s.head_dim));
+      DUET_TRY(norm(names::blk(l, names::kAttnKNorm), spans ? kv_out : s.head_dim));
     }
     DUET_TRY(matrix(names::blk(l, names::kAttnOut), q_out, s.dim, res_scale));
-    DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
-    if (gemma) {
+    if (!olmo2) DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
+    if (gemma || olmo2) {
       DUET_TRY(norm(names::blk(l, names::kPostAttnNorm), s.dim));
       DUET_TRY(norm(names::blk(l, names::kPostFfnNorm), s.dim));
     }

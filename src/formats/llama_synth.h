@@ -15,7 +15,7 @@ namespace duet {
 
 // Shapes of published models: "tinyllama-1.1b", "stories110m", "stories15m",
 // "qwen3-0.6b", "gemma3-1b", "gemma2-2b", "phi4-mini", and the mixtures of
-// experts "mixtral-8x7b", "qwen3-30b-a3b" (their architecture included).
+// experts "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b", and "olmo2-1b" (their architecture included).
 Result<ModelConfig> model_preset(std::string_view name);
 
 // An error naming the first field that makes the shape unusable. A head_dim

@@ -104,7 +104,7 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   const auto key = [&](const std::string& s) { return n::key(c.arch, s); };
   DUET_ASSIGN(const uint64_t count, f.get_uint_or(key(n::kExpertCount), 0));
   if (count == 0) {
-    if (c.arch == "qwen3moe" || c.arch == "qwen2moe")
+    if (c.arch == "qwen3moe" || c.arch == "qwen2moe" || c.arch == "olmoe")
       return err(f.path(), ": ", key(n::kExpertCount), " is missing (", c.arch, " is a mixture of experts)");
     return {};
   }
@@ -117,8 +117,8 @@ Status read_experts(const GgufFile& f, ModelConfig& c) {
   DUET_ASSIGN(c.expert_ffn_dim, get_dim_or(f, key(n::kExpertFfnLength), static_cast<uint64_t>(c.ffn_dim), kMaxDim * 8));
   if (f.has(key(n::kExpertWeightsNorm))) {
     DUET_ASSIGN(c.expert_weights_norm, f.get_bool(key(n::kExpertWeightsNorm)));
-  } else if (c.arch == "qwen2moe" || c.arch == "deepseek2") {
-    c.expert_weights_norm = false;  // llama.cpp's qwen2moe and deepseek2 graphs do not renormalise
+  } else if (c.arch == "qwen2moe" || c.arch == "deepseek2" || c.arch == "olmoe") {
+    c.expert_weights_norm = false;  // llama.cpp's qwen2moe, deepseek2 and olmoe graphs do not renormalise
   }
   if (c.arch == "deepseek2") return read_deepseek2_experts(f, c);
   DUET_ASSIGN(const uint64_t shared, f.get_uint_or(key(n::kExpertSharedFfnLength), 0));
@@ -176,7 +176,8 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   const bool llama_layout = c.arch == "llama" || c.arch == "mistral";
   const bool deepseek2 = c.arch == "deepseek2";
   const bool qwen = c.arch == "qwen2" || c.arch == "qwen2moe" || c.arch == "qwen3" || c.arch == "qwen3moe";
-  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3" && !deepseek2)
+  if (!llama_layout && !qwen && !is_gemma(c.arch) && c.arch != "phi3" && c.arch != "olmoe" &&
+      c.arch != "olmo2" && !deepseek2)
     return err(f.path(), ": unsupported architecture '", c.arch, "' (supported: ", kSupportedArchitectures, ")");
   // DeepSeek-V2 rotates adjacent pairs like llama's GGUF layout.
   c.rope_layout = llama_layout || deepseek2 ? RopeLayout::kNormal : RopeLayout::kNeox;

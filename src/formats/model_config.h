@@ -32,7 +32,7 @@ const char* pooling_name(Pooling p);
 
 // The architectures duet runs (general.architecture), for error messages.
 inline constexpr const char* kSupportedArchitectures =
-    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2";
+    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, olmo2, gemma2, gemma3, phi3, deepseek2";
 
 struct ModelConfig {
   std::string arch = "llama";
@@ -111,6 +111,9 @@ struct ModelConfig {
   int32_t latent_dim() const { return kv_lora_rank + rope_dim; }  // MLA: one token's cached row per layer
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
+  // OLMoE's and OLMo 2's q and k norms run over all heads of a row at once
+  // (one weight of q_dim / kv_dim); Qwen3's and Gemma 3's over each head alone.
+  bool qk_norm_spans_heads() const { return arch == "olmoe" || arch == "olmo2"; }
   bool layer_slides(int32_t layer) const {
     return sliding_window > 0 && (swa_period == 0 || (layer + 1) % swa_period != 0);
   }

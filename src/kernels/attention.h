@@ -83,9 +83,9 @@ bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                             size_t out_stride);
 
-// The same design in 8-lane vectors for AVX2 machines (attention_avx2.cc):
-// the same head dims, types and bounds, results within float rounding of
-// the AVX-512 kernel's.
+// The same kernel in 8-lane vectors for AVX2 machines (attention_simd.h
+// holds both widths' steps): the same head dims, types and bounds, results
+// within float rounding of the AVX-512 kernel's.
 bool attend_rows_avx2(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                       const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                       size_t out_stride);

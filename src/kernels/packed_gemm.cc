@@ -209,8 +209,7 @@ void pair_block_sums(uint8_t* out, int64_t nb, size_t block_stride) {
   };
   for (int64_t b = 0; b < nb; b += 2) {
     const int32_t high = b + 1 < nb ? start(b + 1) : 0;
-    start(b) = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(start(b))) |
-                                    static_cast<uint32_t>(high) << 16);
+    start(b) = pair_start(start(b), high);
     if (b + 1 < nb) start(b + 1) = start(b);
   }
 }

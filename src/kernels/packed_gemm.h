@@ -92,6 +92,11 @@ inline int32_t pair_sum(int32_t start, int64_t j) {
   return j % 2 ? start >> 16 : static_cast<int16_t>(static_cast<uint16_t>(start));
 }
 
+// The kPairSums start of blocks 2i and 2i + 1 from their own -sum(q).
+inline int32_t pair_start(int32_t even, int32_t odd) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(even)) | static_cast<uint32_t>(odd) << 16);
+}
+
 // The starts of a row's nb blocks (block_stride bytes apart from out), each
 // -sum(q), rewritten as kPairSums pairs.
 void pair_block_sums(uint8_t* out, int64_t nb, size_t block_stride);

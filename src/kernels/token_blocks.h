@@ -29,4 +29,23 @@ void for_each_tile(int64_t n_tok, int64_t n_groups, size_t tok_bytes, int tile, 
   }
 }
 
+// fn(g, t, nt, pass): as for_each_tile, but a block's tokens in tiles of
+// nearly equal size where whole tiles would leave a short last one (32
+// tokens: 11 + 11 + 10, not 12 + 12 + 8; 25: 9 + 8 + 8, not 12 + 12 + 1),
+// since a kernel's rate falls with fewer tokens per pass over the weights;
+// pass: how many passes over group g came before (0: the one that brings
+// it from memory).
+template <class Fn>
+void for_each_even_tile(int64_t n_tok, int64_t n_groups, size_t tok_bytes, int tile, Fn&& fn) {
+  const int64_t tok_block = tokens_per_block(tok_bytes, tile);
+  int64_t passes = 0;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tok_block) {
+    const int64_t n = n_tok - t0 < tok_block ? n_tok - t0 : tok_block;
+    const int64_t tiles = (n + tile - 1) / tile, small = n / tiles, n_big = n % tiles;
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int64_t i = 0, t = t0; i < tiles; t += small + (i < n_big), ++i) fn(g, t, small + (i < n_big), passes + i);
+    passes += tiles;
+  }
+}
+
 }  // namespace duet

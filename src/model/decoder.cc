@@ -119,7 +119,7 @@ class DecoderModel final : public Model {
   void mla_attend_naive(int layer, const Batch& batch, const KvCache& cache, ThreadPool& pool);
   void set_mla_naive(bool naive) override { mla_naive_ = naive; }
   void ffn_block(int layer, int32_t n, ThreadPool& pool);
-  void norm_rows(const TensorView& weight, int32_t n, ThreadPool& pool);
+  void norm_rows(const TensorView* weight, int32_t n, ThreadPool& pool);
   void dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool);
   void moe_ffn(int layer, int32_t n, ThreadPool& pool);
   void shared_expert(const LayerWeights& w, int32_t n, ThreadPool& pool);
@@ -662,11 +662,16 @@ void for_rows(ThreadPool& pool, int32_t n, size_t width, F&& fn) {
   });
 }
 
-// xn = RMSNorm(x) * weight over the batch's n rows.
-void DecoderModel::norm_rows(const TensorView& weight, int32_t n, ThreadPool& pool) {
+// xn = RMSNorm(x) * weight over the batch's n rows; xn = x where the layer
+// has no norm there (OLMo 2 norms outputs, not inputs).
+void DecoderModel::norm_rows(const TensorView* weight, int32_t n, ThreadPool& pool) {
   const size_t dim = static_cast<size_t>(config_.dim);
+  if (!weight) {
+    std::copy_n(ws_.x.begin(), static_cast<size_t>(n) * dim, ws_.xn.begin());
+    return;
+  }
   for_rows(pool, n, dim, [&](int32_t i) {
-    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(weight.data), &ws_.xn[i * dim], config_.dim, config_.rms_eps);
+    rmsnorm(&ws_.x[i * dim], static_cast<const float*>(weight->data), &ws_.xn[i * dim], config_.dim, config_.rms_eps);
   });
 }
 
@@ -704,7 +709,7 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const int32_t n = batch.size();
-  norm_rows(*w.attn_norm, n, pool);
+  norm_rows(w.attn_norm, n, pool);
   mm_shared({w.wq, w.wk, w.wv}, ws_.xn.data(), n, {ws_.q.data(), ws_.k.data(), ws_.v.data()}, pool);
   add_bias(ws_.q.data(), w.bq, n, c.q_dim());
   add_bias(ws_.k.data(), w.bk, n, c.kv_dim());
@@ -712,11 +717,14 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   if (w.q_norm) {
     const auto* qn = static_cast<const float*>(w.q_norm->data);
     const auto* kn = static_cast<const float*>(w.k_norm->data);
+    // Each norm runs over spans of its weight's length: one head, or all of them (OLMoE).
+    const int32_t q_span = c.qk_norm_spans_heads() ? c.q_dim() : c.head_dim;
+    const int32_t k_span = c.qk_norm_spans_heads() ? c.kv_dim() : c.head_dim;
     for_rows(pool, n, static_cast<size_t>(c.q_dim() + c.kv_dim()), [&](int32_t i) {
       float* q = &ws_.q[static_cast<size_t>(i) * c.q_dim()];
       float* k = &ws_.k[static_cast<size_t>(i) * c.kv_dim()];
-      for (int32_t h = 0; h < c.n_heads; ++h) rmsnorm(q + h * c.head_dim, qn, q + h * c.head_dim, c.head_dim, c.rms_eps);
-      for (int32_t h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * c.head_dim, kn, k + h * c.head_dim, c.head_dim, c.rms_eps);
+      for (int32_t at = 0; at < c.q_dim(); at += q_span) rmsnorm(q + at, qn, q + at, q_span, c.rms_eps);
+      for (int32_t at = 0; at < c.kv_dim(); at += k_span) rmsnorm(k + at, kn, k + at, k_span, c.rms_eps);
     });
   }
 
@@ -782,7 +790,7 @@ void DecoderModel::mla_attention_block(int layer, const Batch& batch, KvCache& c
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const int32_t n = batch.size();
-  norm_rows(*w.attn_norm, n, pool);
+  norm_rows(w.attn_norm, n, pool);
   if (w.wq_a) {
     mm_shared({w.wq_a, w.wkv_a}, ws_.xn.data(), n, {ws_.q_a.data(), ws_.latent.data()}, pool);
     const size_t ql = static_cast<size_t>(c.q_lora_rank);
@@ -957,7 +965,7 @@ void DecoderModel::add_residual(const TensorView* post_norm, int32_t n, ThreadPo
 
 void DecoderModel::ffn_block(int layer, int32_t n, ThreadPool& pool) {
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
-  norm_rows(*w.ffn_norm, n, pool);
+  norm_rows(w.ffn_norm, n, pool);
   if (w.router)
     moe_ffn(layer, n, pool);
   else

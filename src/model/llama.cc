@@ -9,13 +9,11 @@ namespace duet {
 
 namespace n = gguf_names;
 
-Status bind_llama_layer(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w) {
-  DUET_ASSIGN(w.attn_norm, b.vector(n::blk(l, n::kAttnNorm), c.dim));
+Status bind_llama_projections(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w) {
   DUET_ASSIGN(w.wq, b.matrix(n::blk(l, n::kAttnQ), c.dim, c.q_dim()));
   DUET_ASSIGN(w.wk, b.matrix(n::blk(l, n::kAttnK), c.dim, c.kv_dim()));
   DUET_ASSIGN(w.wv, b.matrix(n::blk(l, n::kAttnV), c.dim, c.kv_dim()));
   DUET_ASSIGN(w.wo, b.matrix(n::blk(l, n::kAttnOut), c.q_dim(), c.dim));
-  DUET_ASSIGN(w.ffn_norm, b.vector(n::blk(l, n::kFfnNorm), c.dim));
   if (b.has(n::blk(l, n::kFfnRouter))) {
     DUET_TRY(bind_moe_ffn(b, c, l, w));
   } else {
@@ -29,6 +27,12 @@ Status bind_llama_layer(WeightBinder& b, const ModelConfig& c, int l, LayerWeigh
     DUET_ASSIGN(w.bv, b.vector(n::blk_bias(l, n::kAttnV), c.kv_dim()));
   }
   return {};
+}
+
+Status bind_llama_layer(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w) {
+  DUET_ASSIGN(w.attn_norm, b.vector(n::blk(l, n::kAttnNorm), c.dim));
+  DUET_ASSIGN(w.ffn_norm, b.vector(n::blk(l, n::kFfnNorm), c.dim));
+  return bind_llama_projections(b, c, l, w);
 }
 
 }  // namespace duet

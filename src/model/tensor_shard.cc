@@ -19,6 +19,8 @@ Status check_shardable(const ModelConfig& c, int ranks) {
     return err("cannot split ", c.n_kv_heads, " KV heads over ", ranks, " ranks: the rank count must divide the KV heads");
   if (c.n_heads % ranks != 0)
     return err("cannot split ", c.n_heads, " attention heads over ", ranks, " ranks: the rank count must divide the heads");
+  if (c.qk_norm_spans_heads())
+    return err(c.arch, "'s q and k norms span every head of a row, which tensor parallelism splits over ranks: run it in one process");
   if (c.ffn_dim % ranks != 0)
     return err("cannot split the FFN width ", c.ffn_dim, " over ", ranks, " ranks: the rank count must divide it");
   if (c.expert_ffn_dim % ranks != 0)

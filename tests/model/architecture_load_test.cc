@@ -57,7 +57,7 @@ TEST(ArchitectureLoad, TheRewriteItselfLoads) {
 TEST(ArchitectureLoad, UnknownArchitectureListsTheSupportedOnes) {
   const std::string e = load_error("gpt9");
   EXPECT_NE(e.find("unsupported architecture 'gpt9'"), std::string::npos) << e;
-  EXPECT_NE(e.find("qwen3moe, gemma2, gemma3, phi3"), std::string::npos) << e;
+  EXPECT_NE(e.find("qwen3moe, olmoe, olmo2, gemma2, gemma3, phi3"), std::string::npos) << e;
 }
 
 TEST(ArchitectureLoad, Qwen3NamesItsMissingQkNorm) {
@@ -70,6 +70,15 @@ TEST(ArchitectureLoad, GemmaNeedsItsWindowAndPostNorms) {
   EXPECT_NE(e.find("gemma2.attention.sliding_window is missing"), std::string::npos) << e;
   e = load_error("gemma3", {{"gemma3.attention.sliding_window", GgufValue::of_u32(64)}});
   EXPECT_NE(e.find("missing tensor blk.0.post_attention_norm.weight"), std::string::npos) << e;
+}
+
+TEST(ArchitectureLoad, OlmoNamesWhatItNeeds) {
+  // stories260K has llama's pre-norms, which OLMo 2 does not read: its
+  // post-norms are what is missing. OLMoE needs a router in every layer.
+  std::string e = load_error("olmo2");
+  EXPECT_NE(e.find("missing tensor blk.0.post_attention_norm.weight"), std::string::npos) << e;
+  e = load_error("olmoe");
+  EXPECT_NE(e.find("olmoe.expert_count is missing"), std::string::npos) << e;
 }
 
 TEST(ArchitectureLoad, Phi3NamesItsFusedTensor) {
@@ -127,7 +136,7 @@ TEST_P(SynthArchitecture, PrefillEqualsDecode) {
   EXPECT_LT(diff, 1e-4f * scale);
 }
 
-INSTANTIATE_TEST_SUITE_P(Each, SynthArchitecture, ::testing::Values("llama", "qwen3", "gemma2", "gemma3", "phi3"));
+INSTANTIATE_TEST_SUITE_P(Each, SynthArchitecture, ::testing::Values("llama", "qwen3", "gemma2", "gemma3", "phi3", "olmo2"));
 
 // A synthetic Phi-3 given LongRoPE tables (rewritten with the factors and
 // keys llama.cpp's converter writes).

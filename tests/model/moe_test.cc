@@ -73,6 +73,7 @@ struct Rewrite {
   std::vector<std::pair<std::string, GgufValue>> set = {};
   std::vector<std::string> drop = {};
   std::function<void(const TensorView&, std::vector<uint8_t>&)> edit = {};  // may change a copy of the bytes
+  std::vector<std::pair<std::string, int64_t>> shorten = {};  // an F32 vector cut to this many elements
 };
 
 std::string rewrite(const testing::TempDir& dir, const std::string& path, const Rewrite& r) {
@@ -87,8 +88,13 @@ std::string rewrite(const testing::TempDir& dir, const std::string& path, const 
     const auto* p = static_cast<const uint8_t*>(t.data);
     std::vector<uint8_t> bytes(p, p + t.nbytes);
     if (r.edit) r.edit(t, bytes);
-    EXPECT_TRUE(w.add_tensor(t.name, t.dtype, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
-                             bytes.data(), bytes.size()).ok());
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    for (const auto& [name, n] : r.shorten)
+      if (name == t.name) {
+        ne = {n};
+        bytes.resize(static_cast<size_t>(n) * sizeof(float));
+      }
+    EXPECT_TRUE(w.add_tensor(t.name, t.dtype, ne, bytes.data(), bytes.size()).ok());
   }
   const std::string out = dir.file("rewritten.gguf");
   EXPECT_TRUE(w.write(out).ok());
@@ -167,6 +173,10 @@ INSTANTIATE_TEST_SUITE_P(Each, MoeGrouped,
                                             ::testing::Values(DType::F32, DType::Q8_0, DType::Q4_K, DType::Q4_0, DType::Q6_K,
                                                               DType::Q3_K, DType::IQ4_XS, DType::Q5_0)));
 
+// OLMoE: its q and k norms span every head; only the grouping is new here.
+INSTANTIATE_TEST_SUITE_P(Olmoe, MoeGrouped,
+                         ::testing::Combine(::testing::Values("olmoe"), ::testing::Values(DType::F32, DType::Q4_K)));
+
 // A router of zeros ties every expert, so experts 0 and 1 take every token
 // (at weight 1/2 each) and the other six none.
 TEST(MoeGrouped, TwoExpertsTakeEveryTokenTheRestNone) {
@@ -218,6 +228,13 @@ TEST(MoeLoad, ExpertShapeThatDisagreesIsNamed) {
 TEST(MoeLoad, RouterWithoutExpertCount) {
   const std::string e = load_error({.set = {{"llama.expert_count", GgufValue::of_u32(0)}}}, "llama");
   EXPECT_NE(e.find("has a router (blk.0.ffn_gate_inp.weight) but the file sets no expert_count"), std::string::npos) << e;
+}
+
+TEST(MoeLoad, OlmoeNormOfOneHeadIsNamed) {
+  // OLMoE's q norm spans the 4 heads of 16: a Qwen3-style per-head one is refused.
+  const std::string e = load_error({.shorten = {{"blk.0.attn_q_norm.weight", 16}}}, "olmoe");
+  EXPECT_NE(e.find("blk.0.attn_q_norm.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("64"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, Qwen3MoeWithoutExperts) {

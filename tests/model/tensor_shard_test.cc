@@ -120,6 +120,12 @@ TEST(TensorShard, RefusesShapesThatDoNotSplit) {
   c.shared_expert_ffn_dim = 128;
   c.kv_lora_rank = 32;  // latent attention splits by heads
   EXPECT_TRUE(check_shardable(c, 2).ok());
+  c.kv_lora_rank = 0;
+  c.arch = "olmoe";  // its q and k norms need every head of a row
+  EXPECT_TRUE(check_shardable(c, 1).ok());
+  Status olmoe = check_shardable(c, 2);
+  ASSERT_FALSE(olmoe.ok());
+  EXPECT_NE(olmoe.error().message.find("olmoe's q and k norms span every head"), std::string::npos) << olmoe.error().message;
 }
 
 // An expert's columns: whole blocks as a dense matrix's are; split blocks

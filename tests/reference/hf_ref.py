@@ -31,6 +31,14 @@ linear / llama3 rope_scaling frequency rules. Per family:
   the experts, greedy top-k, renormalised when norm_topk_prob, else times
   routed_scaling_factor; plus n_shared_experts experts fused as one MLP of
   n_shared * moe_intermediate_size (mlp.shared_experts), ungated.
+- OLMoE (OlmoeForCausalLM): Llama's layer with RMSNorms over the whole of q
+  and of k (q_norm of heads * head_dim, k_norm of kv_heads * head_dim,
+  before the split into heads), rotate-half RoPE, and a mixture of experts
+  in every layer (mlp.gate, mlp.experts.N.*_proj), softmax then top-k,
+  renormalised only when norm_topk_prob.
+- OLMo 2 (Olmo2ForCausalLM): OLMoE's q/k norms on a dense layer with no
+  norm before attention or the MLP: x + post_attention_layernorm(attn(x)),
+  then h + post_feedforward_layernorm(mlp(h)).
 """
 
 import json
@@ -91,6 +99,8 @@ def write_checkpoint(folder, config, tensors, shards=1):
 
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 QK_NORM = ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Gemma3ForCausalLM")
+WIDE_QK_NORM = ("OlmoeForCausalLM", "Olmo2ForCausalLM")  # one norm over all heads of q (of k)
+POST_NORMS_ONLY = ("Olmo2ForCausalLM",)
 
 
 def moe_layer(cfg, l):
@@ -99,7 +109,8 @@ def moe_layer(cfg, l):
     arch = arch_of(cfg)
     if arch == "MixtralForCausalLM":
         return "block_sparse_moe.", ("w1", "w3", "w2")
-    if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM") and l not in cfg.get("mlp_only_layers", []):
+    if arch in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM") \
+            and l not in cfg.get("mlp_only_layers", []):
         return "mlp.", ("gate_proj", "up_proj", "down_proj")
     return None
 
@@ -303,7 +314,8 @@ def random_weights(cfg, dtype, seed):
     w = {"model.embed_tokens.weight": torch.randn(vocab, hidden, generator=g).to(dtype)}
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
-        w[p + "input_layernorm.weight"] = norm(hidden)
+        if arch not in POST_NORMS_ONLY:
+            w[p + "input_layernorm.weight"] = norm(hidden)
         if arch == "Phi3ForCausalLM":
             w[p + "self_attn.qkv_proj.weight"] = mat((heads + 2 * kv) * hd, hidden)
         else:
@@ -313,6 +325,9 @@ def random_weights(cfg, dtype, seed):
         if arch in QK_NORM:
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
+        if arch in WIDE_QK_NORM:
+            w[p + "self_attn.q_norm.weight"] = norm(heads * hd)
+            w[p + "self_attn.k_norm.weight"] = norm(kv * hd)
         if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM"):
             w[p + "self_attn.q_proj.bias"] = bias(heads * hd)
             w[p + "self_attn.k_proj.bias"] = bias(kv * hd)
@@ -321,6 +336,7 @@ def random_weights(cfg, dtype, seed):
         w[p + "post_attention_layernorm.weight"] = norm(hidden)
         if arch in GEMMA:
             w[p + "pre_feedforward_layernorm.weight"] = norm(hidden)
+        if arch in GEMMA or arch in POST_NORMS_ONLY:
             w[p + "post_feedforward_layernorm.weight"] = norm(hidden)
         moe = moe_layer(cfg, l)
         if moe:
@@ -529,8 +545,11 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             q, k, v = proj("qkv_proj").split([heads * hd, kv * hd, kv * hd], -1)
         else:
             q, k, v = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        if qk_norm and arch in WIDE_QK_NORM:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
         q, k, v = q.reshape(n, heads, hd), k.reshape(n, kv, hd), v.reshape(n, kv, hd)
-        if qk_norm:
+        if qk_norm and arch not in WIDE_QK_NORM:
             q = norm(q, p + "self_attn.q_norm.weight")
             k = norm(k, p + "self_attn.k_norm.weight")
         slides = layer_slides(cfg, l)
@@ -542,7 +561,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
         scores = scores.masked_fill(~(windowed if slides else causal), float("-inf"))
         att = torch.einsum("hqk,khd->qhd", scores.softmax(-1), v).reshape(n, heads * hd)
         o = li(att) @ w[p + "self_attn.o_proj.weight"].T
-        if gemma:
+        if gemma or arch in POST_NORMS_ONLY:  # OLMo 2 has no pre_feedforward_layernorm: norm() passes h through
             x = x + norm(o, p + "post_attention_layernorm.weight")
             h = norm(x, p + "pre_feedforward_layernorm.weight")
         else:
@@ -558,7 +577,7 @@ def forward(cfg, weights, tokens, scaling=True, window=True, biases=True, qk_nor
             gate, up = li(h) @ w[p + "mlp.gate_proj.weight"].T, li(h) @ w[p + "mlp.up_proj.weight"].T
         act = torch.nn.functional.gelu(gate, approximate="tanh") if gemma else torch.nn.functional.silu(gate)
         m = li(act * up) @ w[p + "mlp.down_proj.weight"].T
-        x = x + (norm(m, p + "post_feedforward_layernorm.weight") if gemma else m)
+        x = x + norm(m, p + "post_feedforward_layernorm.weight")  # absent but for Gemma and OLMo 2
     x = norm(x, "model.norm.weight")
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     return softcap(x @ head.T, final_cap)

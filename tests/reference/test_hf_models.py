@@ -10,7 +10,7 @@ scaling (and a text prompt tokenized by sentencepiece); Mistral with a
 sliding window of 8 over 40 positions, in two shards; Qwen2 with Q/K/V
 biases and tied embeddings; Llama 3 rope_scaling at positions beyond
 original_max_position_embeddings; head_dim != hidden/heads; Qwen3, Gemma 2/3,
-Phi-3; the mixtures of experts Mixtral, Qwen3-MoE, Qwen2-MoE and DeepSeek-V2
+Phi-3, OLMo 2; the mixtures of experts Mixtral, Qwen3-MoE, Qwen2-MoE, OLMoE and DeepSeek-V2
 with its multi-head latent attention (the folder serves one
 tensor per expert, the converted GGUF stacks them). For the features
 that change the math, the reference with the feature switched off must be
@@ -126,6 +126,19 @@ CASES = [
                             num_experts=16, num_experts_per_tok=4, moe_intermediate_size=48,
                             norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0),
          control={"topk_norm": False, "qk_norm": False}),
+    # OLMoE-1B-7B scaled down: 16 experts of intermediate_size 48, top-4 not
+    # renormalised, q and k each normed over all their heads; the norms and
+    # the routing must matter.
+    dict(name="olmoe-16-experts-top4", tok="qwen3", dtype=torch.float32, n=48,
+         config=base_config("OlmoeForCausalLM", vocab_size=151936, num_key_value_heads=4, intermediate_size=48,
+                            num_experts=16, num_experts_per_tok=4, norm_topk_prob=False, clip_qkv=None),
+         control={"qk_norm": False, "top_k": 16}),
+    # OLMo 2 scaled down: norms only after attention and the MLP, q and k
+    # normed over all their heads (which must matter), rope_theta 500000.
+    dict(name="olmo2-post-norms", tok="qwen3", dtype=torch.bfloat16, n=48, also_f32=True,
+         config=base_config("Olmo2ForCausalLM", vocab_size=151936, num_key_value_heads=4, rope_theta=500000.0,
+                            rms_norm_eps=1e-6),
+         control={"qk_norm": False}),
     # Qwen1.5-MoE-A2.7B scaled down: Qwen2 attention with biases, 8 experts
     # of 32, top-2 without renormalising, a shared expert of 96 scaled by
     # sigmoid(h · shared_expert_gate) (the gate must matter too).
