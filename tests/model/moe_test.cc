@@ -134,7 +134,11 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ((*m)->config().n_experts, 8);
   const std::vector<float> batched = run(**m, prompt(), true), stepped = run(**m, prompt(), false);
-  EXPECT_LT(relative_diff(batched, stepped), 1e-4f);
+  // Prefill attends by rows and decode by parts, which round differently in
+  // the last bit; with int8 activations such a bit can flip one rounding of
+  // the next matmul's input, a jump of a few 1e-3 (qwen3moe IQ4_XS: 4.3e-3).
+  // A wrongly grouped or sliced expert moves the logits by O(1).
+  EXPECT_LT(relative_diff(batched, stepped), type == DType::F32 ? 1e-4f : 2e-2f);
   if (type != DType::F32) {
     // The same weights dequantized (F32, never packed as quantized rows):
     // only the activations' rounding differs, so a wrongly sliced packed
