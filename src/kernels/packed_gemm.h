@@ -122,6 +122,18 @@ struct PackedTypeKernels {
 extern const PackedTypeKernels kPackedAvx2;
 extern const PackedTypeKernels kPackedAvx512;
 
+// BF16 weights at the AVX-512 level where the CPU has AVX512_BF16
+// (packed_gemm_bf16_avx512.cc): batches of more than 12 tokens by
+// vdpbf16ps, activations rounded to bf16 (not the reference's bits: within
+// bf16 rounding of it); smaller ones by kPackedAvx512.bf16.
+extern const PackedKernels kPackedAvx512Bf16Dot;
+// Whether the registry takes kPackedAvx512Bf16Dot: the CPU has AVX512_BF16
+// and DUET_BF16_DOT is not "0".
+bool bf16_dot_enabled();
+// The vdpbf16ps path alone, any n_tok (needs AVX512_BF16).
+void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
+                          int64_t n_tok, float* y, int64_t y_stride);
+
 // Whether `w` can be packed and computed packed here: a matrix of a type
 // with packed kernels, rows a multiple of 16 (and whole blocks of 32 for the
 // quantized types).
