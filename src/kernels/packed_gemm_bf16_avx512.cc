@@ -11,7 +11,8 @@
 // activations, pair products, the instruction's own order), so this path is
 // chosen by the registry only where the CPU has the instruction and
 // DUET_BF16_DOT is not 0, and only for batches of more than
-// kFmaMaxToks tokens: decode and small batches stay on the fma kernels.
+// kFmaMaxToks tokens against at least kDotMinGroups groups a call: decode,
+// small batches and one-group calls stay on the fma kernels.
 #include <immintrin.h>
 
 #include <array>
@@ -33,6 +34,12 @@ namespace {
 
 constexpr int kTileToks = 16;  // 16 accumulators: ~3x vdpbf16ps' latency x throughput
 constexpr int64_t kFmaMaxToks = 12;  // kPackedAvx512's float kMaxToks: one pass over the weights
+// Each call rounds all its tokens' activations, a pass over them that the
+// fma kernels, reading them broadcast between fmas, do not make: against one
+// group (matmul's tiles of rows with k = 5632) that pass cost more than the
+// doubled products gained (TinyLlama's down projection, 512 tokens: ~0.85x
+// the fma kernels' rate; gate/up, 4 groups a call: ~2x).
+constexpr int64_t kDotMinGroups = 2;
 
 // acc += w . the bf16 pair at p broadcast ({1to16}: GCC 12 would emit a
 // separate vpbroadcastd per instruction).
@@ -102,7 +109,9 @@ void to_bf16_pairs(const float* x, int64_t k, uint32_t* out) {
 void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb, size_t xs,
                           int64_t n_tok, float* y, int64_t ys) {
   static constexpr auto fns = dot_fns(std::make_integer_sequence<int, kTileToks>());
-  const int64_t kp = (k + 1) / 2;
+  // Rows of pairs a line longer than k needs: at k = 2048 a tile's 16 rows
+  // 4 KiB apart read lines of one L1 set.
+  const int64_t kp = (k + 1) / 2 + 16;
   const size_t pair_bytes = static_cast<size_t>(kp) * 4;
   const int64_t group_bytes = k * kPackRows * 2;
   const int64_t tok_block = tokens_per_block(pair_bytes, kTileToks);
@@ -134,7 +143,7 @@ namespace {
 
 void gemm_bf16(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok,
                float* y, int64_t ys) {
-  if (n_tok > kFmaMaxToks) return packed_gemm_bf16_dot(k, w, n_groups, x, xs, n_tok, y, ys);
+  if (n_tok > kFmaMaxToks && n_groups >= kDotMinGroups) return packed_gemm_bf16_dot(k, w, n_groups, x, xs, n_tok, y, ys);
   kPackedAvx512.bf16.gemm(k, w, n_groups, x, xs, n_tok, y, ys);
 }
 
