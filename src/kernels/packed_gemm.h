@@ -123,9 +123,9 @@ extern const PackedTypeKernels kPackedAvx2;
 extern const PackedTypeKernels kPackedAvx512;
 
 // BF16 weights at the AVX-512 level where the CPU has AVX512_BF16
-// (packed_gemm_bf16_avx512.cc): batches of more than 12 tokens by
-// vdpbf16ps, activations rounded to bf16 (not the reference's bits: within
-// bf16 rounding of it); smaller ones by kPackedAvx512.bf16.
+// (packed_gemm_bf16_avx512.cc): batches of more than 12 tokens with
+// k <= 4096 by vdpbf16ps, activations rounded to bf16 (not the reference's
+// bits: within bf16 rounding of it); the rest by kPackedAvx512.bf16.
 extern const PackedKernels kPackedAvx512Bf16Dot;
 // Whether the registry takes kPackedAvx512Bf16Dot: the CPU has AVX512_BF16
 // and DUET_BF16_DOT is not "0".

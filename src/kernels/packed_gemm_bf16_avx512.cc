@@ -11,8 +11,8 @@
 // activations, pair products, the instruction's own order), so this path is
 // chosen by the registry only where the CPU has the instruction and
 // DUET_BF16_DOT is not 0, and only for batches of more than
-// kFmaMaxToks tokens against at least kDotMinGroups groups a call: decode,
-// small batches and one-group calls stay on the fma kernels.
+// kFmaMaxToks tokens and rows of at most kDotMaxK: decode, small batches
+// and long rows stay on the fma kernels.
 #include <immintrin.h>
 
 #include <array>
@@ -36,10 +36,12 @@ constexpr int kTileToks = 16;  // 16 accumulators: ~3x vdpbf16ps' latency x thro
 constexpr int64_t kFmaMaxToks = 12;  // kPackedAvx512's float kMaxToks: one pass over the weights
 // Each call rounds all its tokens' activations, a pass over them that the
 // fma kernels, reading them broadcast between fmas, do not make: against one
-// group (matmul's tiles of rows with k = 5632) that pass cost more than the
-// doubled products gained (TinyLlama's down projection, 512 tokens: ~0.85x
-// the fma kernels' rate; gate/up, 4 groups a call: ~2x).
-constexpr int64_t kDotMinGroups = 2;
+// group that pass cost more than the doubled products gained (TinyLlama's
+// down projection, 512 tokens: ~0.85x the fma kernels' rate; gate/up, 4
+// groups a call: ~2x). matmul's row tiles (256 KiB of weights) hold one
+// group of BF16 rows longer than this; the choice goes by k, not by the
+// call's groups, so that no split of rows across threads changes the bits.
+constexpr int64_t kDotMaxK = 4096;
 
 // acc += w . the bf16 pair at p broadcast ({1to16}: GCC 12 would emit a
 // separate vpbroadcastd per instruction).
@@ -143,7 +145,7 @@ namespace {
 
 void gemm_bf16(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t xs, int64_t n_tok,
                float* y, int64_t ys) {
-  if (n_tok > kFmaMaxToks && n_groups >= kDotMinGroups) return packed_gemm_bf16_dot(k, w, n_groups, x, xs, n_tok, y, ys);
+  if (n_tok > kFmaMaxToks && k <= kDotMaxK) return packed_gemm_bf16_dot(k, w, n_groups, x, xs, n_tok, y, ys);
   kPackedAvx512.bf16.gemm(k, w, n_groups, x, xs, n_tok, y, ys);
 }
 

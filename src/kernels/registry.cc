@@ -98,7 +98,7 @@ std::vector<KernelEntry> make_table() {
       {&kPackedAvx512.f16, DType::F16, kAvx512, "avx512 fma, 16-row groups"},
       bf16_dot_enabled()
           ? KernelEntry{&kPackedAvx512Bf16Dot, DType::BF16, kAvx512,
-                        "avx512 fma, 16-row groups; over 12 tokens avx512_bf16 vdpbf16ps, 16 rows x 16 tokens "
+                        "avx512 fma, 16-row groups; over 12 tokens and k <= 4096 avx512_bf16 vdpbf16ps, 16 rows x 16 tokens "
                         "(DUET_BF16_DOT=0: off)"}
           : KernelEntry{&kPackedAvx512.bf16, DType::BF16, kAvx512,
                         "avx512 fma, 16-row groups (vdpbf16ps off: no avx512_bf16, or DUET_BF16_DOT=0)"},
