@@ -12,6 +12,7 @@
 #include "core/half.h"
 #include "kernels/ops.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -119,6 +120,27 @@ void BM_PackedMatmul(benchmark::State& state, DType t, bool down) {
       2.0 * static_cast<double>(k * n_out * m) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
+
+// The fp32 FMA and (where the CPU has it) BF16 dot probes of one thread,
+// the ceilings BM_PackedMatmul's FLOP/s compare against.
+void BM_ProbeFma(benchmark::State& state) {
+  float sink = 0;
+  double flops = 0;
+  for (auto _ : state) flops += kernels().probes()->fma_flops(1'000'000, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void BM_ProbeBf16Dot(benchmark::State& state) {
+  const auto probe = kernels().probes()->bf16_flops;
+  if (!probe || !cpu_features().avx512bf16) return state.SkipWithError("no AVX512_BF16 here");
+  float sink = 0;
+  double flops = 0;
+  for (auto _ : state) flops += probe(1'000'000, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ProbeFma);
+BENCHMARK(BM_ProbeBf16Dot);
 
 BENCHMARK_CAPTURE(BM_Matvec, f32, DType::F32)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matvec, f16, DType::F16)->Arg(1)->Arg(2)->UseRealTime();
