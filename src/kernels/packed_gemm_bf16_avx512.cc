@@ -33,6 +33,7 @@ namespace duet {
 namespace {
 
 constexpr int kTileToks = 16;  // 16 accumulators: ~3x vdpbf16ps' latency x throughput
+constexpr int kPairTileToks = 8;  // two groups: 16 accumulators
 constexpr int64_t kFmaMaxToks = 12;  // kPackedAvx512's float kMaxToks: one pass over the weights
 // Each call rounds all its tokens' activations, a pass over them that the
 // fma kernels, reading them broadcast between fmas, do not make: against one
@@ -60,34 +61,50 @@ inline __m512i pair_index() {
   return _mm512_load_si512(idx);
 }
 
-// One group (16 rows) against T tokens of kp bf16 pairs each (xp dwords
-// apart); an odd k's last element pairs with a zero in both.
-template <int T>
-void dot_micro(int64_t k, const uint8_t* w, const uint32_t* x, size_t xp, float* y, int64_t ys) {
+// G groups (16 rows each, group_bytes apart) against T tokens of kp bf16
+// pairs each (xp dwords apart); an odd k's last element pairs with a zero in
+// both. Two groups share each broadcast pair: half the loads per vdpbf16ps.
+template <int G, int T>
+void dot_micro(int64_t k, const uint8_t* w, int64_t group_bytes, const uint32_t* x, size_t xp, float* y,
+               int64_t ys) {
   const __m512i idx = pair_index();
-  __m512 acc[T];
+  __m512 acc[G][T];
   #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int t = 0; t < T; ++t)
+    for (int g = 0; g < G; ++g) acc[g][t] = _mm512_setzero_ps();
+  const auto step = [&](const __m512i (&wv)[G], int64_t j) {
+    #pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      if constexpr (G == 1) {
+        acc[0][t] = dpbf16_bcast(acc[0][t], wv[0], x + t * xp + j);
+      } else {
+        const auto xv = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[t * xp + j]));
+        for (int g = 0; g < G; ++g) acc[g][t] = _mm512_dpbf16_ps(acc[g][t], (__m512bh)wv[g], xv);
+      }
+    }
+  };
   int64_t j = 0;
   for (; 2 * j + 1 < k; ++j, w += 64) {
-    const __m512i wv = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(w));
-    #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) acc[t] = dpbf16_bcast(acc[t], wv, x + t * xp + j);
+    __m512i wv[G];
+    for (int g = 0; g < G; ++g) wv[g] = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(w + g * group_bytes));
+    step(wv, j);
   }
   if (2 * j < k) {
-    const __m512i wv = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-    #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) acc[t] = dpbf16_bcast(acc[t], wv, x + t * xp + j);
+    __m512i wv[G];
+    for (int g = 0; g < G; ++g)
+      wv[g] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * group_bytes)));
+    step(wv, j);
   }
   #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+  for (int t = 0; t < T; ++t)
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(y + t * ys + g * kPackRows, acc[g][t]);
 }
 
-using DotFn = void (*)(int64_t, const uint8_t*, const uint32_t*, size_t, float*, int64_t);
+using DotFn = void (*)(int64_t, const uint8_t*, int64_t, const uint32_t*, size_t, float*, int64_t);
 
-template <int... T>
+template <int G, int... T>
 constexpr std::array<DotFn, sizeof...(T)> dot_fns(std::integer_sequence<int, T...>) {
-  return {&dot_micro<T + 1>...};
+  return {&dot_micro<G, T + 1>...};
 }
 
 // One token's k floats as bf16 pairs (RNE), the last pair of an odd k
@@ -110,7 +127,8 @@ void to_bf16_pairs(const float* x, int64_t k, uint32_t* out) {
 
 void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* xb, size_t xs,
                           int64_t n_tok, float* y, int64_t ys) {
-  static constexpr auto fns = dot_fns(std::make_integer_sequence<int, kTileToks>());
+  static constexpr auto one = dot_fns<1>(std::make_integer_sequence<int, kTileToks>());
+  static constexpr auto two = dot_fns<2>(std::make_integer_sequence<int, kPairTileToks>());
   // Rows of pairs a line longer than k needs: at k = 2048 a tile's 16 rows
   // 4 KiB apart read lines of one L1 set.
   const int64_t kp = (k + 1) / 2 + 16;
@@ -124,10 +142,17 @@ void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const u
     const int64_t nt = n_tok - t0 < tok_block ? n_tok - t0 : tok_block;
     for (int64_t t = 0; t < nt; ++t)
       to_bf16_pairs(reinterpret_cast<const float*>(xb + (t0 + t) * xs), k, pairs.data() + t * kp);
-    for (int64_t g = 0; g < n_groups; ++g)
+    int64_t g = 0;
+    for (; g + 2 <= n_groups; g += 2)
+      for (int64_t t = 0; t < nt; t += kPairTileToks) {
+        const int64_t n = nt - t < kPairTileToks ? nt - t : kPairTileToks;
+        two[n - 1](k, w + g * group_bytes, group_bytes, pairs.data() + t * kp, static_cast<size_t>(kp),
+                   y + (t0 + t) * ys + g * kPackRows, ys);
+      }
+    if (g < n_groups)
       for (int64_t t = 0; t < nt; t += kTileToks) {
         const int64_t n = nt - t < kTileToks ? nt - t : kTileToks;
-        fns[n - 1](k, w + g * group_bytes, pairs.data() + t * kp, static_cast<size_t>(kp),
+        one[n - 1](k, w + g * group_bytes, group_bytes, pairs.data() + t * kp, static_cast<size_t>(kp),
                    y + (t0 + t) * ys + g * kPackRows, ys);
       }
   }
