@@ -25,7 +25,10 @@
 //         sub-block 2c, high nibbles sub-block 2c + 1.
 //   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
 //   so one load widens to the vector an fma per token needs (no horizontal
-//   sums; the register tile is 16 rows x 12 tokens).
+//   sums; the register tile is 16 rows x 12 tokens). BF16 prefill where the
+//   CPU has AVX512_BF16: one 64-byte load holds k and k + 1 of the 16 rows,
+//   and one vpermw makes the (even, odd) dwords vdpbf16ps reads
+//   (packed_gemm_bf16_avx512.cc; the layout is the same for every level).
 // Otherwise the same bytes as the file's. IQ4_NL, Q5_0, Q5_1, IQ4_XS, Q2_K
 // and Q3_K: packed_lowbit.h.
 //
