@@ -27,7 +27,12 @@
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The whole file runs only where the CPU has AVX512_BF16 (bf16_dot_enabled).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512bf16"))), apply_to = function)
+#else
 #pragma GCC target("avx512bf16")
+#endif
 
 namespace duet {
 namespace {
@@ -179,3 +184,7 @@ void gemm_bf16(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, 
 const PackedKernels kPackedAvx512Bf16Dot = {kFloatActs, &gemm_bf16, nullptr};
 
 }  // namespace duet
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
