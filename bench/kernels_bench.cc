@@ -11,6 +11,8 @@
 
 #include "core/half.h"
 #include "kernels/ops.h"
+#include "kernels/packed_gemm.h"
+#include "kernels/registry.h"
 
 namespace duet {
 namespace {
@@ -95,6 +97,51 @@ void BM_Matmul(benchmark::State& state, DType t, bool down = false) {
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
+// BM_Matmul on the weights packed (kernels/packed_gemm.h) as a model loads
+// them: BF16 prefill's vdpbf16ps path (DUET_BF16_DOT=0 for the fma one).
+void BM_PackedMatmul(benchmark::State& state, DType t, bool down) {
+  const int64_t k = down ? 5632 : 2048, n_out = down ? 2048 : 5632, m = state.range(0);
+  const Weights w(t, k, n_out, 1);
+  if (!packable(w.views[0])) return state.SkipWithError("no packed kernels for this type here");
+  std::vector<uint8_t> packed(packed_bytes(w.views[0]));
+  pack_weights(w.views[0], packed.data());
+  TensorView pv = w.views[0];
+  pv.data = packed.data();
+  pv.packed = true;
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  const auto x = random_activations(static_cast<size_t>(k * m));
+  std::vector<float> y(static_cast<size_t>(m * n_out));
+  std::vector<uint8_t> scratch(activation_scratch_bytes(pv, m));
+  for (auto _ : state) {
+    matmul(pv, x.data(), m, y.data(), scratch.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(k * n_out * m) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+// The fp32 FMA and (where the CPU has it) BF16 dot probes of one thread,
+// the ceilings BM_PackedMatmul's FLOP/s compare against.
+void BM_ProbeFma(benchmark::State& state) {
+  float sink = 0;
+  double flops = 0;
+  for (auto _ : state) flops += kernels().probes()->fma_flops(1'000'000, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+void BM_ProbeBf16Dot(benchmark::State& state) {
+  const auto probe = kernels().probes()->bf16_flops;
+  if (!probe || !cpu_features().avx512bf16) return state.SkipWithError("no AVX512_BF16 here");
+  float sink = 0;
+  double flops = 0;
+  for (auto _ : state) flops += probe(1'000'000, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ProbeFma);
+BENCHMARK(BM_ProbeBf16Dot);
+
 BENCHMARK_CAPTURE(BM_Matvec, f32, DType::F32)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matvec, f16, DType::F16)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matvec, bf16, DType::BF16)->Arg(1)->Arg(2)->UseRealTime();
@@ -105,6 +152,10 @@ BENCHMARK_CAPTURE(BM_Matmul, f16, DType::F16)
 BENCHMARK_CAPTURE(BM_Matmul, f16_down, DType::F16, true)
     ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul, bf16, DType::BF16)
+    ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PackedMatmul, bf16, DType::BF16, false)
+    ->ArgsProduct({{16, 64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PackedMatmul, bf16_down, DType::BF16, true)
     ->ArgsProduct({{64, 512}, {1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -125,6 +125,7 @@ Roofline mean_roofline(const std::vector<Roofline>& roofs) {
     r.read_gb_s += x.read_gb_s / static_cast<double>(roofs.size());
     r.fma_gflop_s += x.fma_gflop_s / static_cast<double>(roofs.size());
     r.int8_gop_s += x.int8_gop_s / static_cast<double>(roofs.size());
+    r.bf16_gflop_s += x.bf16_gflop_s / static_cast<double>(roofs.size());
   }
   return r;
 }
@@ -212,7 +213,8 @@ int run(const BenchOptions& o) {
         if (o.roofline) {
           nlohmann::json roofs = nlohmann::json::array();
           for (const Roofline& r : p.roofs)
-            roofs.push_back({{"read_gb_s", r.read_gb_s}, {"fma_gflop_s", r.fma_gflop_s}, {"int8_gop_s", r.int8_gop_s}});
+            roofs.push_back({{"read_gb_s", r.read_gb_s}, {"fma_gflop_s", r.fma_gflop_s}, {"int8_gop_s", r.int8_gop_s},
+                             {"bf16_gflop_s", r.bf16_gflop_s}});
           j.update({{"ceiling", ceiling}, {"samples_ceiling", ceilings}, {"percent_of_ceiling", pct.mean},
                     {"percent_of_ceiling_stdev", pct.stdev}, {"bound", p.decode ? "memory bandwidth" : "compute"},
                     {"roofline", roofs}});

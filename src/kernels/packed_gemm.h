@@ -25,7 +25,10 @@
 //         sub-block 2c, high nibbles sub-block 2c + 1.
 //   F32 / F16 / BF16: per element k, the 16 rows' values (16 x 4 or 2 bytes),
 //   so one load widens to the vector an fma per token needs (no horizontal
-//   sums; the register tile is 16 rows x 12 tokens).
+//   sums; the register tile is 16 rows x 12 tokens). BF16 prefill where the
+//   CPU has AVX512_BF16: one 64-byte load holds k and k + 1 of the 16 rows,
+//   and one vpermw makes the (even, odd) dwords vdpbf16ps reads
+//   (packed_gemm_bf16_avx512.cc; the layout is the same for every level).
 // Otherwise the same bytes as the file's. IQ4_NL, Q5_0, Q5_1, IQ4_XS, Q2_K
 // and Q3_K: packed_lowbit.h.
 //
@@ -121,6 +124,18 @@ struct PackedTypeKernels {
 };
 extern const PackedTypeKernels kPackedAvx2;
 extern const PackedTypeKernels kPackedAvx512;
+
+// BF16 weights at the AVX-512 level where the CPU has AVX512_BF16
+// (packed_gemm_bf16_avx512.cc): batches of more than 12 tokens with
+// k <= 4096 by vdpbf16ps, activations rounded to bf16 (not the reference's
+// bits: within bf16 rounding of it); the rest by kPackedAvx512.bf16.
+extern const PackedKernels kPackedAvx512Bf16Dot;
+// Whether the registry takes kPackedAvx512Bf16Dot: the CPU has AVX512_BF16
+// and DUET_BF16_DOT is not "0".
+bool bf16_dot_enabled();
+// The vdpbf16ps path alone, any n_tok (needs AVX512_BF16).
+void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
+                          int64_t n_tok, float* y, int64_t y_stride);
 
 // Whether `w` can be packed and computed packed here: a matrix of a type
 // with packed kernels, rows a multiple of 16 (and whole blocks of 32 for the

@@ -1,6 +1,7 @@
 // Probes of this machine's ceilings, for the roofline that `duet bench`
 // prints: how fast memory streams into the cores, and how many FMA and
-// int8-dot operations the cores retire. Each probe is per-thread work; the
+// int8-dot operations (and, where the CPU has them, bf16 dots) the cores
+// retire. Each probe is per-thread work; the
 // caller runs it on every thread of a pool and adds the rates.
 #pragma once
 
@@ -33,6 +34,10 @@ struct ProbeKernels {
   // Runs `iters` rounds of independent u8·s8 dot-accumulates (vpdpbusd where
   // present); returns integer ops done (2 per byte product).
   double (*int8_ops)(int64_t iters, int32_t* sink);
+  // Runs `iters` rounds of independent vdpbf16ps (bf16 pair products into
+  // f32); returns FLOPs done (4 per lane). nullptr below AVX-512; call only
+  // where cpu_features().avx512bf16.
+  double (*bf16_flops)(int64_t iters, float* sink) = nullptr;
 };
 
 extern const ProbeKernels kProbesScalar, kProbesAvx2, kProbesAvx512;

@@ -96,7 +96,12 @@ std::vector<KernelEntry> make_table() {
       {&kPackedAvx512.q3_K, DType::Q3_K, kAvx512, "avx512 vnni + vpdpwssd scales, 16-row groups"},
       {&kPackedAvx512.f32, DType::F32, kAvx512, "avx512 fma, 16-row groups"},
       {&kPackedAvx512.f16, DType::F16, kAvx512, "avx512 fma, 16-row groups"},
-      {&kPackedAvx512.bf16, DType::BF16, kAvx512, "avx512 fma, 16-row groups"},
+      bf16_dot_enabled()
+          ? KernelEntry{&kPackedAvx512Bf16Dot, DType::BF16, kAvx512,
+                        "avx512 fma, 16-row groups; over 12 tokens and k <= 4096 avx512_bf16 vdpbf16ps, 16 rows x 16 tokens "
+                        "(DUET_BF16_DOT=0: off)"}
+          : KernelEntry{&kPackedAvx512.bf16, DType::BF16, kAvx512,
+                        "avx512 fma, 16-row groups (vdpbf16ps off: no avx512_bf16, or DUET_BF16_DOT=0)"},
 
       {&kKvScalar.f32, KvType::F32, kScalar, "scalar loop"},
       {&kKvScalar.f16, KvType::F16, kScalar, "scalar loop"},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/huge_buffer.h"
+#include "core/cpu_features.h"
 #include "kernels/registry.h"
 
 namespace duet {
@@ -86,6 +87,13 @@ Roofline measure_roofline(ThreadPool& pool, size_t bytes, int reps) {
     sink.fetch_add(static_cast<float>(s));
     return w;
   });
+  if (k.bf16_flops && cpu_features().avx512bf16)
+    r.bf16_gflop_s = rate([&] {
+      float s;
+      const double w = k.bf16_flops(kIters, &s);
+      sink.fetch_add(s);
+      return w;
+    });
   return r;
 }
 

@@ -14,6 +14,7 @@ struct Roofline {
   double read_gb_s = 0;     // streaming read of a buffer far larger than the caches
   double fma_gflop_s = 0;   // fp32 FMA, 2 FLOPs per lane
   double int8_gop_s = 0;    // u8·s8 dot-accumulate, 2 ops per byte product
+  double bf16_gflop_s = 0;  // vdpbf16ps, 2 FLOPs per bf16 product; 0 where the CPU lacks it
 };
 
 // Best of `reps` runs of each probe on every thread of `pool`; `bytes` is the

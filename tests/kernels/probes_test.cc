@@ -37,5 +37,17 @@ TEST(Probes, EveryReadLoopSumsEveryElement) {
   }
 }
 
+// The BF16 dot probe does the work it counts: 16 chains starting at j, each
+// lane adding (1 x 1 + 1 x 1) per round, exact in f32 at this size.
+TEST(Probes, Bf16DotProbeCountsItsWork) {
+  if (!cpu_features().avx512bf16 || cpu_features().best_level() < CpuLevel::kAvx512)
+    GTEST_SKIP() << "this CPU lacks AVX512_BF16";
+  const ProbeKernels& k = *kernels_at(CpuLevel::kAvx512).probes();
+  ASSERT_NE(k.bf16_flops, nullptr);
+  float sink = 0;
+  EXPECT_EQ(k.bf16_flops(1000, &sink), 4.0 * 16 * 16 * 1000);
+  EXPECT_EQ(sink, 16.0f * (120 + 16 * 2 * 1000));
+}
+
 }  // namespace
 }  // namespace duet
