@@ -131,7 +131,8 @@ extern const PackedTypeKernels kPackedAvx512;
 // bits: within bf16 rounding of it); the rest by kPackedAvx512.bf16.
 extern const PackedKernels kPackedAvx512Bf16Dot;
 // Whether the registry takes kPackedAvx512Bf16Dot: the CPU has AVX512_BF16
-// and DUET_BF16_DOT is not "0".
+// and DUET_BF16_DOT is "1" (off by default: bf16 activations move a BF16
+// Mixtral's logits beyond the reference tests' BF16 tolerance).
 bool bf16_dot_enabled();
 // The vdpbf16ps path alone, any n_tok (needs AVX512_BF16).
 void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,

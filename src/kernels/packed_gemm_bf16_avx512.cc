@@ -13,7 +13,8 @@
 // The sums are not float_micro's bits (bf16
 // activations, pair products, the instruction's own order), so this path is
 // chosen by the registry only where the CPU has the instruction and
-// DUET_BF16_DOT is not 0, and only for batches of more than
+// DUET_BF16_DOT=1 asks for it (off by default: docs/performance.md, "BF16
+// prefill by AVX-512 BF16", says why), and only for batches of more than
 // kFmaMaxToks tokens and rows of at most kDotMaxK: decode, small batches
 // and long rows stay on the fma kernels.
 #include <immintrin.h>
@@ -169,7 +170,7 @@ void packed_gemm_bf16_dot(int64_t k, const uint8_t* w, int64_t n_groups, const u
 bool bf16_dot_enabled() {
   static const bool on = [] {
     const char* env = std::getenv("DUET_BF16_DOT");
-    return cpu_features().avx512bf16 && !(env && std::strcmp(env, "0") == 0);
+    return cpu_features().avx512bf16 && env && std::strcmp(env, "1") == 0;
   }();
   return on;
 }

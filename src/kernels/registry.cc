@@ -99,9 +99,9 @@ std::vector<KernelEntry> make_table() {
       bf16_dot_enabled()
           ? KernelEntry{&kPackedAvx512Bf16Dot, DType::BF16, kAvx512,
                         "avx512 fma, 16-row groups; over 12 tokens and k <= 4096 avx512_bf16 vdpbf16ps, 16 rows x 16 tokens "
-                        "(DUET_BF16_DOT=0: off)"}
+                        "(DUET_BF16_DOT=1: on)"}
           : KernelEntry{&kPackedAvx512.bf16, DType::BF16, kAvx512,
-                        "avx512 fma, 16-row groups (vdpbf16ps off: no avx512_bf16, or DUET_BF16_DOT=0)"},
+                        "avx512 fma, 16-row groups (vdpbf16ps off: DUET_BF16_DOT=1 and avx512_bf16 turn it on)"},
 
       {&kKvScalar.f32, KvType::F32, kScalar, "scalar loop"},
       {&kKvScalar.f16, KvType::F16, kScalar, "scalar loop"},

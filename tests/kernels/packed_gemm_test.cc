@@ -139,6 +139,25 @@ int offset_of(DType t) {
   }
 }
 
+// y (m tokens x rows) against the dot in double of w's rows, dequantized
+// by tk, with x (m x k): within rel x the sum of |products| + abs.
+void expect_near_exact_dot(const TypeKernels& tk, const QuantMatrix& w, const std::vector<float>& x,
+                           const std::vector<float>& y, int64_t k, int64_t rows, int64_t m, double rel, double abs) {
+  std::vector<float> wf(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    tk.to_float(w.view.row(r), wf.data(), k);
+    for (int64_t tok = 0; tok < m; ++tok) {
+      double exact = 0, scale = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        exact += double{wf[i]} * x[tok * k + i];
+        scale += std::abs(double{wf[i]} * x[tok * k + i]);
+      }
+      ASSERT_NEAR(y[tok * rows + r], exact, rel * scale + abs)
+          << dtype_name(w.view.dtype) << " k=" << k << " r=" << r << " tok=" << tok;
+    }
+  }
+}
+
 TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
   // The packed layout, the offset sums and (Q4_K) the unpacked scales and
   // mins hold the file's numbers: the scalar reference equals, up to float
@@ -157,18 +176,7 @@ TEST(PackedGemm, ReferenceEqualsTheFileWeightsTimesTheActivations) {
       std::vector<float> y(static_cast<size_t>(rows * m));
       packed_gemm_reference(t, k, packed.data(), rows / kPackRows, xp.data(), act_stride(k, m, offset_of(t)), m,
                             y.data(), rows);
-      std::vector<float> wf(static_cast<size_t>(k));
-      for (int64_t r = 0; r < rows; ++r) {
-        tk->to_float(w.view.row(r), wf.data(), k);
-        for (int64_t tok = 0; tok < m; ++tok) {
-          double exact = 0, scale = 0;
-          for (int64_t i = 0; i < k; ++i) {
-            exact += double{wf[i]} * x[tok * k + i];
-            scale += std::abs(double{wf[i]} * x[tok * k + i]);
-          }
-          ASSERT_NEAR(y[tok * rows + r], exact, 1e-5 * scale + 1e-6) << dtype_name(t) << " k=" << k << " r=" << r;
-        }
-      }
+      expect_near_exact_dot(*tk, w, x, y, k, rows, m, 1e-5, 1e-6);
     }
   }
 }
@@ -396,18 +404,8 @@ TEST(PackedGemm, Iq4XsSumsStayExactAtTheirBound) {
     std::vector<float> ref(static_cast<size_t>(rows * m));
     packed_gemm_reference(DType::IQ4_XS, k, packed.data(), 1, xp.data(), xs, m, ref.data(), rows);
     const auto xf = acts_as_floats(xp, k, m, 128);
-    std::vector<float> wf(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      tk->to_float(w.view.row(r), wf.data(), k);
-      for (int64_t tok = 0; tok < m; ++tok) {
-        double exact = 0, scale = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          exact += double{wf[i]} * xf[tok * k + i];
-          scale += std::abs(double{wf[i]} * xf[tok * k + i]);
-        }
-        ASSERT_NEAR(ref[tok * rows + r], exact, 1e-6 * scale) << "fill " << fill << " r=" << r << " tok=" << tok;
-      }
-    }
+    SCOPED_TRACE("fill " + std::to_string(fill));
+    expect_near_exact_dot(*tk, w, xf, ref, k, rows, m, 1e-6, 0.0);
     for (CpuLevel level : testing::runnable_levels()) {
       const PackedKernels* pk = kernels_at(level).packed(DType::IQ4_XS);
       if (!pk) continue;
