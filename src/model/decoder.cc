@@ -717,9 +717,10 @@ void DecoderModel::attention_block(int layer, const Batch& batch, KvCache& cache
   if (w.q_norm) {
     const auto* qn = static_cast<const float*>(w.q_norm->data);
     const auto* kn = static_cast<const float*>(w.k_norm->data);
-    // Each norm runs over spans of its weight's length: one head, or all of them (OLMoE).
-    const int32_t q_span = c.qk_norm_spans_heads() ? c.q_dim() : c.head_dim;
-    const int32_t k_span = c.qk_norm_spans_heads() ? c.kv_dim() : c.head_dim;
+    // Each norm runs over spans of its weight's length: one head (Qwen3,
+    // Gemma 3), or all of them (OLMo), as the binders sized it.
+    const auto q_span = static_cast<int32_t>(w.q_norm->ne[0]);
+    const auto k_span = static_cast<int32_t>(w.k_norm->ne[0]);
     for_rows(pool, n, static_cast<size_t>(c.q_dim() + c.kv_dim()), [&](int32_t i) {
       float* q = &ws_.q[static_cast<size_t>(i) * c.q_dim()];
       float* k = &ws_.k[static_cast<size_t>(i) * c.kv_dim()];
