@@ -4,10 +4,11 @@
 //
 // The layout is AVX-512's (16 rows x 4 bytes per 64-byte chunk); a ymm holds
 // half a chunk, 8 rows x 4 bytes, so a micro-kernel runs one 8-row half of
-// a group against up to 4 tokens (IQ4_XS: 8). With 16 ymm registers a whole
-// block of 16 rows (16 registers of weights) cannot stay resident as in the
-// AVX-512 kernel; a half keeps the 4 tokens' sums, group sums and totals (12
-// registers) plus the weights being used. The other half re-reads the same
+// a group against up to 8 tokens (Q4_K, Q2_K, Q3_K: 4). With 16 ymm
+// registers a whole block of 16 rows (16 registers of weights) cannot stay
+// resident as in the AVX-512 kernel; a half keeps one integer sum per token
+// in a register (Q4_K and the K types: a few more) plus the weights being
+// used, the float sums waiting on the stack. The other half re-reads the same
 // cache lines from L1/L2, so the matrix still comes from memory once.
 // Decode (one token) needs few registers, and both halves run block by
 // block in one pass (the micro-kernels' kH = 2): a line is used whole while
@@ -41,7 +42,7 @@
 namespace duet {
 namespace {
 
-constexpr int kSub = 4;     // tokens per micro-kernel call
+constexpr int kSub = 4;     // tokens per micro-kernel call, unless W::kSubToks
 constexpr int kHalf = 8;    // rows per ymm
 
 // 4 activation bytes broadcast to every 32-bit lane.
@@ -63,7 +64,7 @@ constexpr int kHalf = 8;    // rows per ymm
 // Accumulators of kH halves x T tokens.
 template <int kH, int T>
 [[gnu::always_inline]] inline void zero(__m256 (&v)[kH][T]) {
-  #pragma GCC unroll 4
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
     #pragma GCC unroll 2
     for (int i = 0; i < kH; ++i) v[i][t] = _mm256_setzero_ps();
@@ -72,7 +73,7 @@ template <int kH, int T>
 // Token t's half h0 + i of a group's 16 outputs, ys floats from one token's to the next.
 template <int kH, int T>
 [[gnu::always_inline]] inline void store_halves(const __m256 (&acc)[kH][T], int h0, float* y, int64_t ys) {
-  #pragma GCC unroll 4
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
     #pragma GCC unroll 2
     for (int i = 0; i < kH; ++i) _mm256_storeu_ps(y + t * ys + kHalf * (h0 + i), acc[i][t]);
@@ -99,6 +100,14 @@ struct Int8Blocks {
   static constexpr int64_t kQuantAt = kAffine ? 64 : 32;
   static constexpr int64_t kBlockBytes = kQuantAt + 16 * kQuantBytes;
   static constexpr int64_t kElems = kQK32;
+  // Tokens a call: each token's integer sum is one register and one chain
+  // (the empty asm after each add). Left to itself GCC summed a block's
+  // products as a tree and spilled its parts, 40-75 stack accesses per
+  // 4-token kernel; with one chain the 8 tokens' sums stay in registers,
+  // the float sums (once per block) go to the stack, and each line's
+  // unpacking serves 8 tokens. Kernel alone, one thread, 64 tokens, GMAC/s:
+  // Q4_0 64 -> 104-127, Q8_0 67 -> 80, IQ4_NL 63 -> 76, Q5_0 63 -> 85.
+  static constexpr int kSubToks = 8;
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
 };
 
@@ -108,16 +117,17 @@ struct Q8 : Int8Blocks<128, 32> {
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
     // sum(q * x) already is stored . x + start (see the top of the file).
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
     #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       const __m256i q = _mm256_xor_si256(load(qs + 64 * c), flip);
       const __m256i mag = _mm256_abs_epi8(q);
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 4 * c), q);
         s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+        asm("" : "+x"(s[t]));  // one chain per token (Int8Blocks::kSubToks)
       }
     }
   }
@@ -130,19 +140,21 @@ struct Q4 : Int8Blocks<8, 16> {
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256i p[T];  // s16 pair sums: 8 of at most 3810 each
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) p[t] = _mm256_setzero_si256();
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i raw = load(qs + 64 * j);
       const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(lo, bcast4(a[t]->qs + 4 * j)));
+        asm("" : "+x"(p[t]));  // one chain per token (Int8Blocks::kSubToks)
         p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(hi, bcast4(a[t]->qs + 16 + 4 * j)));
+        asm("" : "+x"(p[t]));
       }
     }
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = _mm256_add_epi32(_mm256_madd_epi16(p[t], ones), _mm256_set1_epi32(a[t]->start));
   }
 };
@@ -156,7 +168,7 @@ struct IQ4NL : Int8Blocks<128, 16> {
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
     #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -166,10 +178,11 @@ struct IQ4NL : Int8Blocks<128, 16> {
       #pragma GCC unroll 2
       for (int e = 0; e < 2; ++e) {
         const __m256i mag = _mm256_abs_epi8(q[e]);
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q[e]);
           s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+          asm("" : "+x"(s[t]));  // one chain per token (Int8Blocks::kSubToks)
         }
       }
     }
@@ -179,7 +192,9 @@ struct IQ4NL : Int8Blocks<128, 16> {
 // Q5_0 / Q5_1 (packed_lowbit.h): Q4_0's nibbles plus the fifth bits, half
 // h's 32 bits of each 64-bit mask widened to bytes (byte k gets bit k).
 // Levels 0..31 give pairs <= 7874, so 4 add in s16 before vpmaddwd widens
-// them. Q5_1's sums start at 0: its mins' term, m * sum(x), comes apart.
+// them (8 tokens a call: the low elements' sums wait on the stack while the
+// high ones' pairs fill the registers). Q5_1's sums start at 0: its mins'
+// term, m * sum(x), comes apart.
 template <int kOffsetV, bool kAffineV>
 struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
   template <int T>
@@ -187,23 +202,29 @@ struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     // qs is the block's nibbles + 32h; mask c's half h at nibbles + 256 + 8c + 4h.
     const uint8_t* masks = qs - 4 * kHalf * h + packed_lowbit::kNibbles + 4 * h;
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = kAffineV ? _mm256_setzero_si256() : _mm256_set1_epi32(a[t]->start);
     #pragma GCC unroll 2
     for (int e = 0; e < 2; ++e) {  // low nibbles (elements 0..15), then high (16..31)
       __m256i p[T];
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) p[t] = _mm256_setzero_si256();
       #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const __m256i raw = load(qs + 64 * j);
         const __m256i nib = _mm256_and_si256(e == 0 ? raw : _mm256_srli_epi16(raw, 4), low);
         const __m256i u = _mm256_or_si256(nib, mask_bytes(masks + 8 * (4 * e + j), 16));
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(u, bcast4(a[t]->qs + 16 * e + 4 * j)));
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(u, bcast4(a[t]->qs + 16 * e + 4 * j)));
+          asm("" : "+x"(p[t]));  // one chain per token (Int8Blocks::kSubToks)
+        }
       }
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p[t], ones));
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p[t], ones));
+        asm("" : "+x"(s[t]));
+      }
     }
   }
 };
@@ -216,7 +237,7 @@ constexpr int64_t kPrefetchBytes = 4096;
 // kH halves of a group from half h0 (rows 8h0..8(h0 + kH) - 1) against T
 // tokens, all blocks: per block part = fma(isum, d_w, part) (Q5_1: then
 // part -= d_m * start, start = -sum(x)); per activation group acc =
-// fma(part, d_x, acc). Batches run one half at a time (kH = 1: 4 tokens'
+// fma(part, d_x, acc). Batches run one half at a time (kH = 1: 8 tokens'
 // sums fit the registers); decode runs both in one pass (kH = 2, T = 1), so
 // a line is used whole while it is in L1, with the lines ahead prefetched.
 // Each lane's operations and order do not depend on kH.
@@ -235,15 +256,15 @@ void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t 
         for (int64_t off = 0; off < W::kBlockBytes; off += 64)
           _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
       const PackedActBlock* a[T];
-      #pragma GCC unroll 4
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const PackedActBlock*>(x) + t;
       #pragma GCC unroll 2
       for (int i = 0; i < kH; ++i) {
         const int h = h0 + i;
-        const __m256 dw = load_f16(blk + 2 * kHalf * h);
         __m256i s[T];
         W::template dot<T>(blk + W::kQuantAt + 4 * kHalf * h, h, a, s);
-        #pragma GCC unroll 4
+        const __m256 dw = load_f16(blk + 2 * kHalf * h);
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           part[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), dw, part[i][t]);
           if constexpr (W::kAffine)
@@ -252,7 +273,7 @@ void half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t 
         }
       }
     }
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t)
       for (int i = 0; i < kH; ++i) acc[i][t] = _mm256_fmadd_ps(part[i][t], _mm256_set1_ps(group_acts[t].d), acc[i][t]);
   }
@@ -513,7 +534,7 @@ struct KLow {
   }
 };
 
-// IQ4_XS runs 8 tokens a call where the others run 4: with its scales in
+// IQ4_XS runs 8 tokens a call, as the 32-element types: with its scales in
 // the integer sums a token holds one register (its float total waits on the
 // stack between super-blocks), so 8 fit beside the looked-up levels, and
 // each line's unpacking (and, shift, 2 lookups, 2 abs) serves 8 tokens

@@ -271,8 +271,9 @@ void expect_each_token_alone(const PackedKernels& pk, int64_t k, const std::vect
 
 // The AVX2 level's own kernels (the test above reaches them only through
 // runnable_levels() on a machine whose best level is AVX2 or above): batch
-// sizes of decode, a ragged 4-token sub-tile, one and four 16-row groups'
-// worth of tokens, and a prefill long enough to use several token blocks.
+// sizes of decode, every ragged width of the 8-token sub-tiles after a full
+// one (9..15: 1..7 tokens left), one and four 16-row groups' worth of
+// tokens, and a prefill long enough to use several token blocks.
 TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
   if (cpu_features().best_level() < CpuLevel::kAvx2) GTEST_SKIP() << "this CPU lacks AVX2";
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::IQ4_XS,
@@ -281,8 +282,8 @@ TEST(PackedGemm, Avx2KernelsEqualTheReferenceBitForBit) {
     ASSERT_NE(pk, nullptr) << dtype_name(t);
     for (int64_t k : {256, 1280, 2816})  // 8 blocks, 5 groups, 11 groups (Q4_K: super-blocks)
       for (int64_t rows : {16, 80})
-        for (int64_t m : {1, 3, 16, 64, 509}) {
-          if (m == 509 && k > 1280) continue;  // the long batch once per type and width is enough here
+        for (int64_t m : {1, 3, 9, 10, 11, 12, 13, 14, 15, 16, 64, 509}) {
+          if ((m == 509 || (m > 8 && m < 16)) && k > 1280) continue;  // once per type and width is enough here
           expect_reference_bits(t, *pk, k, rows, m, static_cast<uint32_t>(3 * k + rows), static_cast<uint32_t>(m + 7));
         }
   }
