@@ -177,6 +177,16 @@ struct IQ4NL : Int8Blocks<128, 16> {
                             _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low))};
       #pragma GCC unroll 2
       for (int e = 0; e < 2; ++e) {
+        if constexpr (T == 1) {
+          // One token: |x| is the unsigned side and the levels take x's
+          // sign (levels >= -127 negate within s8), so |x| is shared by both
+          // halves of decode's pass where |level| was one op per half.
+          const __m256i x = bcast4(a[0]->qs + 16 * e + 4 * j);
+          s[0] = _mm256_add_epi32(
+              s[0], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(q[e], x)), ones));
+          asm("" : "+x"(s[0]));
+          continue;
+        }
         const __m256i mag = _mm256_abs_epi8(q[e]);
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
