@@ -530,18 +530,19 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
 }
 
 // k_low_micro<kQ3 = true> at one token (decode), the same integers in
-// fewer ops: ~43 instructions per pair of sub-blocks where the kernel
-// before it had ~70 (docs/performance.md, 2026-12-06). Per line one
+// fewer ops: 472 instructions per super-block where the kernel before it
+// had 571 (docs/performance.md, 2026-12-06). Per line one
 // dpbusd chain; each vector's third bits join its 2-bit field in one
 // vpternlogd; the pair's two sums s_2p, s_2p+1 go side by side as each
 // row's int16 pair (|s| <= 7 * 127 * 16 fits), so one vpdpwssd by the
 // scale pairs as they load; the levels' offset, sum_j -4 sc_j S_j, once
 // per super-block from osum = sum_p (sc_2p, sc_2p+1) . (S_2p, S_2p+1).
 // Integers all the way (|isum| < 2^23): the same isum, the same bits.
-// Prefetch 8 KiB ahead: in-process A/B against the kernel before, CPU
-// time, 8 KiB 1.18x, 4 KiB 1.15x, 2 KiB 0.83x, 1 KiB 0.79x, none 0.76x
-// (8 KiB against 4 KiB directly: 1.16x). The compiler puts a super-block's
-// 29 prefetches in a burst at its start; kept beside their loads 0.94x.
+// Prefetch 8 KiB ahead. In-process A/B against the kernel before, CPU
+// time, this kernel at 8 KiB 1.18x, 4 KiB 1.15x, 2 KiB 0.83x, 1 KiB 0.79x,
+// none 0.76x (8 KiB against 4 KiB directly: 1.16x). The compiler puts a
+// super-block's 29 prefetches in a burst at its start; kept beside their
+// loads (volatile asm) they streamed 0.94x.
 // Q2_K in the earlier shape measured no better than k_low_micro.
 void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
   using namespace packed_lowbit;
