@@ -52,6 +52,7 @@ struct Int8Blocks {
   static constexpr bool kAffine = kAffineV;
   static constexpr int64_t kQuantAt = kAffine ? 64 : 32;
   static constexpr int64_t kBlockBytes = kQuantAt + 16 * kQuantBytes;
+  static constexpr int64_t kOneAhead = kPrefetchBytes;  // micro_one's prefetch distance
   static int64_t group_bytes(int64_t k) { return k / kQK32 * kBlockBytes; }
 };
 
@@ -102,17 +103,28 @@ struct IQ4NL : Int8Blocks<128, 16> {
   }
 };
 
+// vpternlogd's (a & b) | c.
+constexpr int kAndOr = 0xEA;
+
 // Q5_0 / Q5_1: Q4_0's nibbles, then one 64-bit mask per vector whose set
 // bytes get the fifth bit (16).
 template <int kOffsetV, bool kAffineV>
 struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
+  // micro_one's prefetch distance. In-process A/B from DRAM, 2 threads
+  // (docs/performance.md, 2026-12-06): 8 KiB with the load below streamed
+  // Q5_1 1.24x and Q5_0 1.18x as fast as 4 KiB with masked adds; 8 KiB
+  // alone 1.13x, the load alone 1.02x; Q4_0 at 8 KiB 0.91x, so it stays.
+  static constexpr int64_t kOneAhead = 2 * kPrefetchBytes;
+  // (nibble & 15) | (16 under the mask) in one vpternlogd per vector.
   [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
-    const __m512i sixteen = _mm512_set1_epi8(16);
-    Q4::load(qs, w);
-    #pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
-      const __mmask64 high = load_mask(qs + packed_lowbit::kNibbles + 8 * c);
-      w[c] = _mm512_mask_add_epi8(w[c], high, w[c], sixteen);
+    const __m512i sixteen = _mm512_set1_epi8(16), low = _mm512_set1_epi8(0x0F);
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m512i raw = _mm512_loadu_si512(qs + 64 * j);
+      const __m512i lo16 = _mm512_maskz_mov_epi8(load_mask(qs + packed_lowbit::kNibbles + 8 * j), sixteen);
+      const __m512i hi16 = _mm512_maskz_mov_epi8(load_mask(qs + packed_lowbit::kNibbles + 8 * (j + 4)), sixteen);
+      w[j] = _mm512_ternarylogic_epi32(raw, low, lo16, kAndOr);
+      w[j + 4] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(raw, 4), low, hi16, kAndOr);
     }
   }
 };
@@ -127,11 +139,11 @@ using Q5_1W = Q5<1, true>;
 template <int T>
 constexpr auto kPrefetchHint = T >= 8 ? _MM_HINT_T1 : _MM_HINT_T0;
 
-// Prefetches the `bytes` from p + kPrefetchBytes, a line at a time.
-template <auto kHint>
+// Prefetches the `bytes` from p + kAhead, a line at a time.
+template <auto kHint, int64_t kAhead = kPrefetchBytes>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* p, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes + off, kHint);
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kAhead + off, kHint);
 }
 
 // Rows of one group (16 outputs per token) against T tokens, all blocks. A
@@ -236,7 +248,7 @@ void micro_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float
     for (int j = 0; j < kActGroupBlocks; ++j)
       if (j < n) {
         const uint8_t* bj = blk + W::kBlockBytes * j;
-        prefetch_ahead<_MM_HINT_T0>(bj, W::kBlockBytes);
+        prefetch_ahead<_MM_HINT_T0, W::kOneAhead>(bj, W::kBlockBytes);
         one_block<W>(bj, reinterpret_cast<const PackedActBlock*>(x + j * xs), dw[j], part);
       }
     blk += W::kBlockBytes * n;
@@ -517,57 +529,57 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, _mm512_load_ps(totals[t]));
 }
 
-// k_low_micro<kQ3 = true> at one token (decode), the same integers: each
-// super-block's 16 2-bit lines are loaded before the first pair's
-// arithmetic (micro_one's reach ahead: 16 demand misses in flight where
-// the stream had about one), and isum runs in two int32 chains, even and
-// odd pairs, added before the one float convert (the same isum, so the
-// same bits). In-process A/B from DRAM, 2 threads, loaded machine
-// (docs/performance.md, 2026-12-05): the pairs' first lines ahead gave
-// 1.19-1.45x over k_low_micro in five runs, all 16 lines 1.08x more; the
-// two chains alone 1.06x. Q2_K in the same shape measured no better than
-// an identical-kernel control, so it keeps k_low_micro.
+// k_low_micro<kQ3 = true> at one token (decode), the same integers in
+// fewer ops: 472 instructions per super-block where the kernel before it
+// had 571 (docs/performance.md, 2026-12-06). Per line one
+// dpbusd chain; each vector's third bits join its 2-bit field in one
+// vpternlogd; the pair's two sums s_2p, s_2p+1 go side by side as each
+// row's int16 pair (|s| <= 7 * 127 * 16 fits), so one vpdpwssd by the
+// scale pairs as they load; the levels' offset, sum_j -4 sc_j S_j, once
+// per super-block from osum = sum_p (sc_2p, sc_2p+1) . (S_2p, S_2p+1).
+// Integers all the way (|isum| < 2^23): the same isum, the same bits.
+// Prefetch 8 KiB ahead. In-process A/B against the kernel before, CPU
+// time, this kernel at 8 KiB 1.18x, 4 KiB 1.15x, 2 KiB 0.83x, 1 KiB 0.79x,
+// none 0.76x (8 KiB against 4 KiB directly: 1.16x). The compiler puts a
+// super-block's 29 prefetches in a burst at its start; kept beside their
+// loads (volatile asm) they streamed 0.94x.
+// Q2_K in the earlier shape measured no better than k_low_micro.
 void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
   using namespace packed_lowbit;
+  constexpr int64_t kAhead = 2 * kPrefetchBytes;
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-  const __m512i low_half = _mm512_set1_epi32(0xFFFF);
   __m512 total = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kQ3KBytes, x += 8 * xs) {
-    prefetch_ahead<_MM_HINT_T0>(blk, kQ3KHead);
-    __m512i lines[16];
-    #pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) lines[j] = _mm512_loadu_si512(blk + kQ3KHead + 64 * j);
-    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    prefetch_ahead<_MM_HINT_T0, kAhead>(blk, kQ3KHead);
+    __m512i isum = _mm512_setzero_si512(), osum = _mm512_setzero_si512();
     #pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
       const auto* a = reinterpret_cast<const PackedActBlock*>(x + p * xs);
-      const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kD + 32 * p)));
-      const __m512i off = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 2));  // -4 * sc
-      const __m512i scv[2] = {_mm512_and_si512(sc, low_half), _mm512_srli_epi32(sc, 16)};
+      const uint8_t* masks = blk + kQ3KHead + kCrumbs + 64 * p;
+      _mm_prefetch(reinterpret_cast<const char*>(masks) + kAhead, _MM_HINT_T0);
+      __m512i s[2];
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const uint8_t* line = blk + kQ3KHead + 64 * (2 * p + h);
-        _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
-        if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(line) + kCrumbs + kPrefetchBytes, _MM_HINT_T0);
-        const __m512i raw = lines[2 * p + h];
-        __m512i w[4];
+        _mm_prefetch(reinterpret_cast<const char*>(line) + kAhead, _MM_HINT_T0);
+        const __m512i raw = _mm512_loadu_si512(line);
+        __m512i acc = _mm512_setzero_si512();
         #pragma GCC unroll 4
-        for (int s = 0; s < 4; ++s) {
-          w[s] = _mm512_and_si512(s == 0 ? raw : _mm512_srli_epi16(raw, 2 * s), three);
-          const __mmask64 high = load_mask(blk + kQ3KHead + kCrumbs + 32 * (2 * p + h) + 8 * s);
-          w[s] = _mm512_mask_add_epi8(w[s], high, w[s], four);
+        for (int q = 0; q < 4; ++q) {
+          const __m512i high = _mm512_maskz_mov_epi8(load_mask(masks + 32 * h + 8 * q), four);
+          const __m512i w = _mm512_ternarylogic_epi32(q == 0 ? raw : _mm512_srli_epi16(raw, 2 * q), three, high, kAndOr);
+          acc = dpbusd_bcast(acc, w, a->qs + 16 * h + 4 * q);
         }
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0;
-        s0 = dpbusd_bcast(s0, w[0], a->qs + 16 * h);
-        s1 = dpbusd_bcast(s1, w[1], a->qs + 16 * h + 4);
-        s0 = dpbusd_bcast(s0, w[2], a->qs + 16 * h + 8);
-        s1 = dpbusd_bcast(s1, w[3], a->qs + 16 * h + 12);
-        isum[p & 1] = _mm512_dpwssd_epi32(isum[p & 1], _mm512_add_epi32(s0, s1), scv[h]);
+        s[h] = acc;
       }
-      isum[p & 1] = dpwssd_bcast(isum[p & 1], off, &a->start);
+      const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kD + 32 * p)));
+      const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAA, s[0], _mm512_slli_epi32(s[1], 16));
+      isum = _mm512_dpwssd_epi32(isum, pair, sc);
+      osum = dpwssd_bcast(osum, sc, &a->start);
     }
+    isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(osum, 2));  // the levels' offset, -4 each
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    const __m512 v = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(isum[0], isum[1])));
+    const __m512 v = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum));
     total = _mm512_fmadd_ps(v, _mm512_set1_ps(reinterpret_cast<const PackedActBlock*>(x)->d), total);
   }
   _mm512_storeu_ps(y, total);

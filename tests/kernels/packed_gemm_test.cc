@@ -341,13 +341,15 @@ TEST(PackedGemm, Avx2KernelsDoNotSaturateAtExtremeValues) {
 
 // The int16 steps of the low-bit kernels (Q2_K / Q3_K sub-block sums, the
 // activations' half sums) at their limits: every quant and scale bit clear or
-// set, against activations all +127 or alternating in sign.
+// set, against activations all +127, alternating in sign, or all -127 (Q3_K's
+// one-token kernel packs each sub-block's sum into an int16: +-7 * 127 * 16).
 TEST(PackedGemm, LowBitKernelsStayExactAtExtremeValues) {
-  const int64_t k = 512, rows = 16, m = 2;
+  const int64_t k = 512, rows = 16, m = 3;
   std::vector<float> x(static_cast<size_t>(k * m));
   for (int64_t i = 0; i < k; ++i) {
     x[static_cast<size_t>(i)] = 1.0f;
     x[static_cast<size_t>(k + i)] = i % 2 ? 1.0f : -1.0f;
+    x[static_cast<size_t>(2 * k + i)] = -1.0f;
   }
   bool ran = false;
   for (CpuLevel level : testing::runnable_levels())
