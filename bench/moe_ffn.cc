@@ -10,7 +10,9 @@
 // copies) so that weights come from DRAM, not the L3. The two alternate
 // with the read probe in every repetition, so each figure is judged against
 // a ceiling measured seconds before it. Prints numbers; asserts nothing.
-//   moe_ffn [threads=2] [steps=100] [reps=5] [tokens=1]
+//   moe_ffn [threads=2] [steps=100] [reps=5] [tokens=1] [moe_copies=4]
+// More copies (16: 5.4 GB) read each expert less often, as a deep model's
+// decode does (48 layers of 128: each expert every ~16 tokens, ~1 s apart).
 // With tokens > 1, a prefill chunk instead: that many tokens, each routed to
 // 8 of the 128 experts by random router logits, through the steps DecoderModel::moe_ffn
 // takes (gather, gate+up grouped, SwiGLU, down grouped, weighted sum),
@@ -38,8 +40,9 @@ namespace {
 
 constexpr int64_t kDim = 2048, kExpertFfn = 768, kExperts = 128, kUsed = 8, kDenseFfn = kUsed * kExpertFfn;
 // Copies cycled through, so that weights come from DRAM whatever the L3:
-// 4 x 128 experts (1.4 GB), 48 dense FFNs (1 GB).
-constexpr int kMoeCopies = 4, kDenseCopies = 48;
+// 4 x 128 experts (1.4 GB) unless told otherwise, 48 dense FFNs (1 GB).
+constexpr int kDenseCopies = 48;
+int moe_copies = 4;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -109,7 +112,7 @@ void prefill(Weights& w, ThreadPool& pool, int n, int steps, int reps, std::mt19
   std::vector<MatmulItem> items;
   const auto moe_step = [&](int s, Figures& ffn, Figures& gu, Figures& dn) {
     const ExpertRoutes& r = routes[static_cast<size_t>(s)];
-    const size_t base = static_cast<size_t>(s % kMoeCopies * kExperts);
+    const size_t base = static_cast<size_t>(s % moe_copies * kExperts);
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < routed; ++i)
       std::copy_n(&x[static_cast<size_t>(r.rows[i]) * kDim], kDim, &moe_x[i * kDim]);
@@ -182,18 +185,19 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::atoi(argv[2]) : 100;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
   const int tokens = argc > 4 ? std::atoi(argv[4]) : 1;
+  moe_copies = argc > 5 ? std::max(1, std::atoi(argv[5])) : 4;
   ThreadPool pool(threads);
   std::mt19937 rng(7);
   Weights w;
   auto &gate = w.gate, &up = w.up, &down = w.down, &routers = w.routers, &dgate = w.dgate, &dup = w.dup,
        &ddown = w.ddown;
-  for (int64_t e = 0; e < kMoeCopies * kExperts; ++e) {
+  for (int64_t e = 0; e < moe_copies * kExperts; ++e) {
     gate.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
     up.push_back(random_packed(DType::Q4_K, kDim, kExpertFfn, rng));
     down.push_back(random_packed(DType::Q4_K, kExpertFfn, kDim, rng));
   }
   // F32 [128][2048], one per layer copy
-  for (int c = 0; c < kMoeCopies; ++c) routers.push_back(random_packed(DType::F32, kDim, kExperts, rng));
+  for (int c = 0; c < moe_copies; ++c) routers.push_back(random_packed(DType::F32, kDim, kExperts, rng));
   std::vector<float> logits(kExperts);
   ExpertRoutes routes;
   for (int c = 0; c < kDenseCopies; ++c) {
@@ -216,7 +220,7 @@ int main(int argc, char** argv) {
     std::shuffle(all.begin(), all.end(), rng);
     c.assign(all.begin(), all.begin() + kUsed);
     std::sort(c.begin(), c.end());
-    for (int& e : c) e += static_cast<int>(&c - chosen.data()) % kMoeCopies * static_cast<int>(kExperts);
+    for (int& e : c) e += static_cast<int>(&c - chosen.data()) % moe_copies * static_cast<int>(kExperts);
   }
 
   std::vector<MatmulItem> items;
@@ -224,7 +228,7 @@ int main(int argc, char** argv) {
     const std::vector<int>& c = chosen[static_cast<size_t>(s)];
     // The router and the routing, whose choice is then set aside for the
     // step's own random experts (random routers route alike step to step).
-    const TensorView& router = routers[static_cast<size_t>(s % kMoeCopies)].view;
+    const TensorView& router = routers[static_cast<size_t>(s % moe_copies)].view;
     auto t0 = std::chrono::steady_clock::now();
     matmul(router, x.data(), 1, logits.data(), scratch.data(), pool);
     route_tokens(logits.data(), 1, kExperts, kUsed, true, routes);
