@@ -159,6 +159,43 @@ struct Q4 : Int8Blocks<8, 16> {
   }
 };
 
+// s[t] += sum(level * x) over one 32-element block of 8 rows (4 nibble
+// lines from qs) looked up in IQ4_NL's levels, with token t: the sign trick's
+// pair sums (<= 2 * 127 * 127) widened by vpmaddwd with `widen` (ones, or
+// IQ4_XS's (ls, ls) per row). Each token's sum is one chain (the empty asm):
+// left to itself GCC added the products as a tree and spilled its parts.
+template <int T>
+[[gnu::always_inline]] inline void iq4_dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i table,
+                                           __m256i widen, __m256i (&s)[T]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  #pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = load(qs + 64 * j);
+    const __m256i q[2] = {_mm256_shuffle_epi8(table, _mm256_and_si256(raw, low)),
+                          _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low))};
+    #pragma GCC unroll 2
+    for (int e = 0; e < 2; ++e) {
+      if constexpr (T == 1) {
+        // One token: |x| is the unsigned side and the levels take x's
+        // sign (levels >= -127 negate within s8), so |x| is shared by both
+        // halves of decode's pass where |level| was one op per half.
+        const __m256i x = bcast4(a[0]->qs + 16 * e + 4 * j);
+        s[0] = _mm256_add_epi32(
+            s[0], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(q[e], x)), widen));
+        asm("" : "+x"(s[0]));
+        continue;
+      }
+      const __m256i mag = _mm256_abs_epi8(q[e]);
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q[e]);
+        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), widen));
+        asm("" : "+x"(s[t]));  // one chain per token (Int8Blocks::kSubToks)
+      }
+    }
+  }
+}
+
 // IQ4_NL (packed_lowbit.h): Q4_0's nibble lines hold indices, looked up
 // (vpshufb) as the signed levels, then Q8_0's sign trick: |level| <= 127, so
 // pairs stay <= 32258; the sums start at 0, sum(level * x) being the stored
@@ -166,36 +203,10 @@ struct Q4 : Int8Blocks<8, 16> {
 struct IQ4NL : Int8Blocks<128, 16> {
   template <int T>
   [[gnu::always_inline]] static void dot(const uint8_t* qs, int, const PackedActBlock* const (&a)[T], __m256i (&s)[T]) {
-    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Levels)));
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
-    #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m256i raw = load(qs + 64 * j);
-      const __m256i q[2] = {_mm256_shuffle_epi8(table, _mm256_and_si256(raw, low)),
-                            _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low))};
-      #pragma GCC unroll 2
-      for (int e = 0; e < 2; ++e) {
-        if constexpr (T == 1) {
-          // One token: |x| is the unsigned side and the levels take x's
-          // sign (levels >= -127 negate within s8), so |x| is shared by both
-          // halves of decode's pass where |level| was one op per half.
-          const __m256i x = bcast4(a[0]->qs + 16 * e + 4 * j);
-          s[0] = _mm256_add_epi32(
-              s[0], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(q[e], x)), ones));
-          asm("" : "+x"(s[0]));
-          continue;
-        }
-        const __m256i mag = _mm256_abs_epi8(q[e]);
-        #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q[e]);
-          s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
-          asm("" : "+x"(s[t]));  // one chain per token (Int8Blocks::kSubToks)
-        }
-      }
-    }
+    iq4_dot<T>(qs, a, table, _mm256_set1_epi16(1), s);
   }
 };
 
@@ -380,33 +391,6 @@ void k4_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size
   store_halves(acc, h0, y, ys);
 }
 
-// s[t] += sum(level * x) of one IQ4_XS sub-block (4 nibble lines from qs,
-// 8 rows) with token t, IQ4_NL's lookup and sign trick, each row's pair sums
-// (<= 2 * 127 * 127) widened by vpmaddwd with its (ls, ls). Each token's sum
-// is one chain: left to itself GCC added the 32 products of a sub-block as a
-// tree, spilled its parts to the stack, and ran ~10 % slower.
-template <int T>
-[[gnu::always_inline]] inline void iq4xs_dot(const uint8_t* qs, const PackedActBlock* const (&a)[T], __m256i table,
-                                             __m256i ls, __m256i (&s)[T]) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
-  #pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const __m256i raw = load(qs + 64 * j);
-    const __m256i idx[2] = {_mm256_and_si256(raw, low), _mm256_and_si256(_mm256_srli_epi16(raw, 4), low)};
-    #pragma GCC unroll 2
-    for (int e = 0; e < 2; ++e) {
-      const __m256i q = _mm256_shuffle_epi8(table, idx[e]);
-      const __m256i mag = _mm256_abs_epi8(q);
-      #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m256i xs = _mm256_sign_epi8(bcast4(a[t]->qs + 16 * e + 4 * j), q);
-        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ls));
-        asm("" : "+x"(s[t]));
-      }
-    }
-  }
-}
-
 // IQ4_XS (packed_lowbit.h), per 256-element super-block (one activation
 // group), all in int32: sub-block j's lines are IQ4_NL's, whose sign-trick
 // pair sums (<= 32258) go through vpmaddwd by each row's (ls_j, ls_j), so
@@ -442,7 +426,7 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
         const int h = h0 + i;
         const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + kD + 16 * j + kHalf * h));
         const __m256i ls = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(raw), dup_lo);
-        iq4xs_dot<T>(lines + 4 * kHalf * h, a, table, ls, total[i]);
+        iq4_dot<T>(lines + 4 * kHalf * h, a, table, ls, total[i]);
       }
     }
     #pragma GCC unroll 2
