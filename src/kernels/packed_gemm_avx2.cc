@@ -441,9 +441,32 @@ void iq4xs_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
   store_halves(acc, h0, y, ys);
 }
 
+// Q3_K's level vectors of half e of a pair of sub-blocks (packed_lowbit.h),
+// rows of half h: w[f] meets activation bytes 16e + 4f...
+[[gnu::always_inline]] inline void q3_levels(const uint8_t* lines, int h, int e, __m256i (&w)[4]) {
+  const __m256i seven = _mm256_set1_epi8(7), three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+  const uint8_t* half = lines + 4 * kHalf * h;
+  const __m256i a = load(half), b = load(half + 64);
+  if (e == 0) {
+    w[0] = _mm256_and_si256(a, seven);
+    w[1] = _mm256_and_si256(_mm256_srli_epi16(a, 3), seven);
+    w[2] = _mm256_and_si256(b, seven);
+    w[3] = _mm256_and_si256(_mm256_srli_epi16(b, 3), seven);
+    return;
+  }
+  const __m256i c = load(half + 128);
+  w[0] = _mm256_and_si256(c, seven);
+  w[1] = _mm256_and_si256(_mm256_srli_epi16(c, 3), seven);
+  // a's (b's) top 2 bits, c's bit 6 (7) as the third.
+  w[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 6), three),
+                         _mm256_and_si256(_mm256_srli_epi16(c, 4), four));
+  w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 6), three),
+                         _mm256_and_si256(_mm256_srli_epi16(c, 5), four));
+}
+
 // Q2_K / Q3_K (packed_lowbit.h), per 256-element super-block (one
 // activation group), all in int32: per sub-block j of 16, the 2-bit fields
-// of its line as 4 vectors (Q3_K: + 4 under the third bits' masks), 4
+// of its line as 4 vectors (Q3_K: its half of the pair's levels), 4
 // vpmaddubsw into s16 pairs (at most 4 x 2 x 7 x 127 = 7112), and isum +=
 // pairs . (sc_j, sc_j) by one vpmaddwd, which widens and scales at once.
 // The offset term per pair of sub-blocks is one vpmaddwd of the rows'
@@ -455,7 +478,7 @@ template <bool kQ3, int T, int kH = 1>
 void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   using namespace packed_lowbit;
   constexpr int64_t kHead = kQ3 ? kQ3KHead : kQ2KHead, kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
-  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD;
+  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD, kPairBytes = kQ3 ? kQ3PairBytes : 2 * 64;
   const __m256i three = _mm256_set1_epi8(3), nibble = _mm256_set1_epi16(0xF);
   // vpshufb patterns copying each lane's low (high) int16 into both halves.
   const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
@@ -481,19 +504,20 @@ void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
         // Q2_K: the mins; Q3_K: -4 * sc, the levels' offset.
         const __m256i off = kQ3 ? _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pairs, 2))
                                 : _mm256_srli_epi16(pairs, 4);
+        const uint8_t* lines = blk + kHead + kPairBytes * p;
+        if constexpr (kH == 2)
+          if (i == 0)
+            for (int64_t off = 0; off < kPairBytes; off += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(lines) + kPrefetchBytes + off, _MM_HINT_T0);
         #pragma GCC unroll 2
         for (int e = 0; e < 2; ++e) {
-          const int64_t line = 2 * p + e;
-          const uint8_t* q = blk + kHead + 64 * line + 4 * kHalf * h;
-          if constexpr (kH == 2)
-            if (i == 0) _mm_prefetch(reinterpret_cast<const char*>(blk + kHead + 64 * line) + kPrefetchBytes, _MM_HINT_T0);
-          const __m256i raw_line = load(q);
           __m256i w[4];
-          #pragma GCC unroll 4
-          for (int f = 0; f < 4; ++f) {
-            w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
-            if constexpr (kQ3)
-              w[f] = _mm256_add_epi8(w[f], mask_bytes(blk + kHead + kCrumbs + 32 * line + 8 * f + 4 * h, 4));
+          if constexpr (kQ3) {
+            q3_levels(lines, h, e, w);
+          } else {
+            const __m256i raw_line = load(lines + 64 * e + 4 * kHalf * h);
+            #pragma GCC unroll 4
+            for (int f = 0; f < 4; ++f) w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
           }
           const __m256i scv = _mm256_shuffle_epi8(sc, e == 0 ? dup_lo : dup_hi);
           #pragma GCC unroll 4

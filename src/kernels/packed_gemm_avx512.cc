@@ -31,6 +31,9 @@ namespace {
 // Decode streams the matrix once: fetch this far ahead of the loads (half as
 // far leaves a 16-token Q8_0 batch ~20 % slower).
 constexpr int kPrefetchBytes = 4096;
+// The one-token kernels of Q5_0 / Q5_1 and Q3_K, which spend more ops per
+// line, fetch twice as far (measured where each is defined).
+constexpr int64_t kFarPrefetchBytes = 2 * kPrefetchBytes;
 
 // acc += w (u8) . 4 bytes at p (s8) broadcast, with the broadcast folded into
 // the instruction's memory operand ({1to16}); GCC 12 emits a separate
@@ -103,8 +106,33 @@ struct IQ4NL : Int8Blocks<128, 16> {
   }
 };
 
-// vpternlogd's (a & b) | c.
+// vpternlogd's (a & b) | c, and c ? a : b.
 constexpr int kAndOr = 0xEA;
+constexpr int kSelect = 0xE4;
+
+// Q3_K's level vectors of half h of a pair of sub-blocks (packed_lowbit.h):
+// w[q] meets activation bytes 16h + 4q.. of the pair's block. 17 ops for the
+// pair's 8 vectors where the third bits' masks took 22 and 8 mask loads.
+[[gnu::always_inline]] inline void q3_levels(const uint8_t* lines, int h, __m512i (&w)[4]) {
+  const __m512i seven = _mm512_set1_epi8(7), three = _mm512_set1_epi8(3);
+  const __m512i a = _mm512_loadu_si512(lines), b = _mm512_loadu_si512(lines + 64);
+  if (h == 0) {
+    w[0] = _mm512_and_si512(a, seven);
+    w[1] = _mm512_and_si512(_mm512_srli_epi16(a, 3), seven);
+    w[2] = _mm512_and_si512(b, seven);
+    w[3] = _mm512_and_si512(_mm512_srli_epi16(b, 3), seven);
+    return;
+  }
+  const __m512i c = _mm512_loadu_si512(lines + 128);
+  w[0] = _mm512_and_si512(c, seven);
+  w[1] = _mm512_and_si512(_mm512_srli_epi16(c, 3), seven);
+  // a's (b's) top 2 bits where `three` is set, c's bit 6 (7) moved to bit 2
+  // elsewhere; then the bits the 16-bit shifts brought in are cleared.
+  w[2] = _mm512_and_si512(_mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 6), _mm512_srli_epi16(c, 4), three, kSelect),
+                          seven);
+  w[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(_mm512_srli_epi16(b, 6), _mm512_srli_epi16(c, 5), three, kSelect),
+                          seven);
+}
 
 // Q5_0 / Q5_1: Q4_0's nibbles, then one 64-bit mask per vector whose set
 // bytes get the fifth bit (16).
@@ -114,7 +142,7 @@ struct Q5 : Int8Blocks<kOffsetV, 20, kAffineV> {
   // (docs/performance.md, 2026-12-06): 8 KiB with the load below streamed
   // Q5_1 1.24x and Q5_0 1.18x as fast as 4 KiB with masked adds; 8 KiB
   // alone 1.13x, the load alone 1.02x; Q4_0 at 8 KiB 0.91x, so it stays.
-  static constexpr int64_t kOneAhead = 2 * kPrefetchBytes;
+  static constexpr int64_t kOneAhead = kFarPrefetchBytes;
   // (nibble & 15) | (16 under the mask) in one vpternlogd per vector.
   [[gnu::always_inline]] static void load(const uint8_t* qs, __m512i (&w)[8]) {
     const __m512i sixteen = _mm512_set1_epi8(16), low = _mm512_set1_epi8(0x0F);
@@ -453,7 +481,7 @@ void iq4xs_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
 }
 
 // Q2_K / Q3_K (packed_lowbit.h): per sub-block of 16, one line of 2-bit
-// fields (Q3_K: the third bit added as 4 under 4 masks) as 4 vectors, 4
+// fields (Q3_K: half of its pair's three lines, q3_levels) as 4 vectors, 4
 // vpdpbusd into s (|s| <= 7 * 127 * 16, an int16), then isum += s * sc_j by
 // one vpdpwssd with (sc_j, 0) per lane. The offset term per pair of
 // sub-blocks: one vpdpwssd of the rows' int16 pairs with the token's
@@ -462,8 +490,8 @@ template <bool kQ3, int T, bool kPrefetch>
 void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   using namespace packed_lowbit;
   constexpr int64_t kHead = kQ3 ? kQ3KHead : kQ2KHead, kBytes = kQ3 ? kQ3KBytes : kQ2KBytes;
-  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD;
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  constexpr int64_t kPairsAt = kQ3 ? kD : 2 * kD, kPairBytes = kQ3 ? kQ3PairBytes : 2 * 64;
+  const __m512i three = _mm512_set1_epi8(3);
   const __m512i low_half = _mm512_set1_epi32(0xFFFF), nibble = _mm512_set1_epi16(0xF);
   alignas(64) float totals[T][16];  // as in micro: y's rows alias
   auto act = [&](int t, int p) { return reinterpret_cast<const PackedActBlock*>(x + p * xs) + t; };
@@ -481,23 +509,18 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
       const __m512i off = kQ3 ? _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pairs, 2))
                               : _mm512_srli_epi16(pairs, 4);
       const __m512i scv[2] = {_mm512_and_si512(sc, low_half), _mm512_srli_epi32(sc, 16)};
+      // The pair's quants: Q2_K two lines, Q3_K three.
+      const uint8_t* lines = blk + kHead + kPairBytes * p;
+      if constexpr (kPrefetch) prefetch_ahead<kPrefetchHint<T>>(lines, kPairBytes);
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const uint8_t* line = blk + kHead + 64 * (2 * p + h);
-        if constexpr (kPrefetch) {
-          _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, kPrefetchHint<T>);
-          if constexpr (kQ3)
-            if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(line) + kCrumbs + kPrefetchBytes, kPrefetchHint<T>);
-        }
-        const __m512i raw_line = _mm512_loadu_si512(line);
         __m512i w[4];
-        #pragma GCC unroll 4
-        for (int s = 0; s < 4; ++s) {
-          w[s] = _mm512_and_si512(s == 0 ? raw_line : _mm512_srli_epi16(raw_line, 2 * s), three);
-          if constexpr (kQ3) {
-            const __mmask64 high = load_mask(blk + kHead + kCrumbs + 32 * (2 * p + h) + 8 * s);
-            w[s] = _mm512_mask_add_epi8(w[s], high, w[s], four);
-          }
+        if constexpr (kQ3) {
+          q3_levels(lines, h, w);
+        } else {
+          const __m512i raw_line = _mm512_loadu_si512(lines + 64 * h);
+          #pragma GCC unroll 4
+          for (int s = 0; s < 4; ++s) w[s] = _mm512_and_si512(s == 0 ? raw_line : _mm512_srli_epi16(raw_line, 2 * s), three);
         }
         #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
@@ -530,46 +553,40 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
 }
 
 // k_low_micro<kQ3 = true> at one token (decode), the same integers in
-// fewer ops: 472 instructions per super-block where the kernel before it
-// had 571 (docs/performance.md, 2026-12-06). Per line one
-// dpbusd chain; each vector's third bits join its 2-bit field in one
-// vpternlogd; the pair's two sums s_2p, s_2p+1 go side by side as each
-// row's int16 pair (|s| <= 7 * 127 * 16 fits), so one vpdpwssd by the
-// scale pairs as they load; the levels' offset, sum_j -4 sc_j S_j, once
-// per super-block from osum = sum_p (sc_2p, sc_2p+1) . (S_2p, S_2p+1).
+// fewer ops: per pair of sub-blocks, its 8 level vectors (q3_levels) and
+// one dpbusd chain per half; the pair's two sums s_2p, s_2p+1 go side by
+// side as each row's int16 pair (|s| <= 7 * 127 * 16 fits), so one vpdpwssd
+// by the scale pairs as they load; the levels' offset, sum_j -4 sc_j S_j,
+// once per super-block from osum = sum_p (sc_2p, sc_2p+1) . (S_2p, S_2p+1).
 // Integers all the way (|isum| < 2^23): the same isum, the same bits.
-// Prefetch 8 KiB ahead. In-process A/B against the kernel before, CPU
-// time, this kernel at 8 KiB 1.18x, 4 KiB 1.15x, 2 KiB 0.83x, 1 KiB 0.79x,
-// none 0.76x (8 KiB against 4 KiB directly: 1.16x). The compiler puts a
-// super-block's 29 prefetches in a burst at its start; kept beside their
-// loads (volatile asm) they streamed 0.94x.
+// 301 instructions per super-block where the third bits' masks took 419;
+// in-process A/B against that kernel, CPU time, 1.16-1.30x from L2 and
+// 1.05-1.12x streaming from DRAM (docs/performance.md, 2026-12-06).
+// Prefetch 8 KiB ahead. With the third bits still in masks, in-process A/B
+// against the kernel before it, CPU time, 8 KiB 1.18x, 4 KiB 1.15x, 2 KiB
+// 0.83x, 1 KiB 0.79x, none 0.76x (docs/performance.md, 2026-12-06). The
+// compiler puts a super-block's 29 prefetches in a burst at its start;
+// kept beside their loads (volatile asm) they streamed 0.94x.
 // Q2_K in the earlier shape measured no better than k_low_micro.
 void q3k_one(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, float* y) {
   using namespace packed_lowbit;
-  constexpr int64_t kAhead = 2 * kPrefetchBytes;
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   __m512 total = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kQKK; ++b, blk += kQ3KBytes, x += 8 * xs) {
-    prefetch_ahead<_MM_HINT_T0, kAhead>(blk, kQ3KHead);
+    prefetch_ahead<_MM_HINT_T0, kFarPrefetchBytes>(blk, kQ3KHead);
     __m512i isum = _mm512_setzero_si512(), osum = _mm512_setzero_si512();
     #pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
       const auto* a = reinterpret_cast<const PackedActBlock*>(x + p * xs);
-      const uint8_t* masks = blk + kQ3KHead + kCrumbs + 64 * p;
-      _mm_prefetch(reinterpret_cast<const char*>(masks) + kAhead, _MM_HINT_T0);
+      const uint8_t* lines = blk + kQ3KHead + kQ3PairBytes * p;
+      prefetch_ahead<_MM_HINT_T0, kFarPrefetchBytes>(lines, kQ3PairBytes);
       __m512i s[2];
       #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const uint8_t* line = blk + kQ3KHead + 64 * (2 * p + h);
-        _mm_prefetch(reinterpret_cast<const char*>(line) + kAhead, _MM_HINT_T0);
-        const __m512i raw = _mm512_loadu_si512(line);
+        __m512i w[4];
+        q3_levels(lines, h, w);
         __m512i acc = _mm512_setzero_si512();
         #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {
-          const __m512i high = _mm512_maskz_mov_epi8(load_mask(masks + 32 * h + 8 * q), four);
-          const __m512i w = _mm512_ternarylogic_epi32(q == 0 ? raw : _mm512_srli_epi16(raw, 2 * q), three, high, kAndOr);
-          acc = dpbusd_bcast(acc, w, a->qs + 16 * h + 4 * q);
-        }
+        for (int q = 0; q < 4; ++q) acc = dpbusd_bcast(acc, w[q], a->qs + 16 * h + 4 * q);
         s[h] = acc;
       }
       const __m512i sc = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kD + 32 * p)));

@@ -87,6 +87,24 @@ void put_crumbs(const uint8_t* u, int r, uint8_t* line) {
 
 int get_crumb(const uint8_t* line, int r, int e) { return (line[4 * r + e % 4] >> (2 * (e / 4))) & 3; }
 
+// Q3_K's three lines of a pair of sub-blocks (packed_lowbit.h): row r's 32
+// levels (0..7), element 4v + i as level v of bytes 4r + i.
+void put_levels3(const uint8_t* u, int r, uint8_t* lines) {
+  for (int i = 0; i < 4; ++i) {
+    const auto lv = [&](int v) { return u[4 * v + i]; };
+    lines[4 * r + i] = static_cast<uint8_t>(lv(0) | lv(1) << 3 | (lv(6) & 3) << 6);
+    lines[64 + 4 * r + i] = static_cast<uint8_t>(lv(2) | lv(3) << 3 | (lv(7) & 3) << 6);
+    lines[128 + 4 * r + i] = static_cast<uint8_t>(lv(4) | lv(5) << 3 | (lv(6) >> 2) << 6 | (lv(7) >> 2) << 7);
+  }
+}
+
+int get_level3(const uint8_t* lines, int r, int e) {
+  const int v = e / 4, at = 4 * r + e % 4;
+  if (v < 6) return (lines[64 * (v / 2) + at] >> (3 * (v % 2))) & 7;
+  const int h = v - 6;  // a's or b's top bits, c's bit 6 + h
+  return lines[64 * h + at] >> 6 | ((lines[128 + at] >> (6 + h)) & 1) << 2;
+}
+
 uint16_t get_f16(const uint8_t* p, int r) {
   uint16_t h;
   std::memcpy(&h, p + 2 * r, 2);
@@ -148,15 +166,9 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
       std::memcpy(out + 2 * r, &blk.d, 2);
       int8_t sc[16];
       q3_K_scales(blk.scales, sc);
-      for (int j = 0; j < 16; ++j) {
-        out[kD + pair_at(j, r)] = static_cast<uint8_t>(sc[j]);
-        for (int e = 0; e < 16; ++e) {
-          const int q = 16 * j + e;
-          u[e] = static_cast<uint8_t>(crumb2(blk.qs, q) | hbit3(blk.hmask, q) << 2);
-        }
-        put_crumbs(u, r, out + kQ3KHead + 64 * j);
-        put_masks(u, 16, 2, r, out + kQ3KHead + kCrumbs + 32 * j);
-      }
+      for (int j = 0; j < 16; ++j) out[kD + pair_at(j, r)] = static_cast<uint8_t>(sc[j]);
+      for (int q = 0; q < kQKK; ++q) u[q] = static_cast<uint8_t>(crumb2(blk.qs, q) | hbit3(blk.hmask, q) << 2);
+      for (int p = 0; p < 8; ++p) put_levels3(u + 32 * p, r, out + kQ3KHead + kQ3PairBytes * p);
       return;
     }
     default:
@@ -224,12 +236,10 @@ void unpack_block(DType t, const uint8_t* in, int r, uint8_t* row, int64_t b) {
         const int v = static_cast<int8_t>(in[kD + pair_at(j, r)]) + 32;  // as q3_K_scales reads them
         blk.scales[j % 8] |= static_cast<uint8_t>((v & 0xF) << (4 * (j / 8)));
         blk.scales[8 + j % 4] |= static_cast<uint8_t>((v >> 4) << (2 * (j / 4)));
-        for (int e = 0; e < 16; ++e) {
-          const int q = 16 * j + e;
-          const int high = get_mask(in + kQ3KHead + kCrumbs + 32 * j, r, e);
-          u[q] = static_cast<uint8_t>(get_crumb(in + kQ3KHead + 64 * j, r, e));
-          if (high) blk.hmask[q % 32] |= static_cast<uint8_t>(1 << (4 * (q / 128) + (q / 32) % 4));
-        }
+      }
+      for (int q = 0; q < kQKK; ++q) {
+        u[q] = static_cast<uint8_t>(get_level3(in + kQ3KHead + kQ3PairBytes * (q / 32), r, q % 32));
+        if (u[q] >> 2) blk.hmask[q % 32] |= static_cast<uint8_t>(1 << (4 * (q / 128) + (q / 32) % 4));
       }
       return put_crumbs2(u, blk.qs);
     }
@@ -302,8 +312,7 @@ float dot_k_low(DType t, int64_t k, const uint8_t* w, const uint8_t* x, size_t x
       const uint8_t code = pairs[pair_at(j, r)];
       int32_t s = 0;
       for (int e = 0; e < 16; ++e) {
-        int q = get_crumb(blk + head + 64 * j, r, e);
-        if (q3) q |= get_mask(blk + head + kCrumbs + 32 * j, r, e) << 2;
+        const int q = q3 ? get_level3(blk + head + kQ3PairBytes * (j / 2), r, 16 * (j % 2) + e) : get_crumb(blk + head + 64 * j, r, e);
         s += q * a.qs[16 * (j % 2) + e];
       }
       const int32_t S = half_sum(a.start, j % 2);

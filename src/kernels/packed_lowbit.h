@@ -22,10 +22,16 @@
 //           which widen to the int16 pairs of vpdpwssd), then per sub-block
 //           j of 16 one line of 64 bytes: row r's bytes at 4r + i, bits 2s
 //           of byte i element 16j + 4s + i.
-//   Q3_K:   16 x f16 d, the signed scales as Q2_K's pairs (int8), the low 2
-//           bits of q + 4 (0..7) as Q2_K's lines, then per sub-block j and
-//           s = 0..3 a 64-bit mask, bit 4r + i the third bit of row r's
-//           element 16j + 4s + i.
+//   Q3_K:   16 x f16 d, the signed scales as Q2_K's pairs (int8), then per
+//           pair p of sub-blocks (32 elements) three lines a, b, c of 64
+//           bytes holding the levels q + 4 (0..7): byte 4r + i of each is
+//           row r's, and level v (0..7) of it is element 32p + 4v + i, as
+//           the 8 vectors of the kernels meet activation bytes 4v... Levels
+//           0..5 sit whole, 3 bits each: v0, v1 in a's bits 0-2, 3-5; v2, v3
+//           in b's; v4, v5 in c's. v6 is a's bits 6-7 with c's bit 6 as its
+//           third bit, v7 b's bits 6-7 with c's bit 7. Every level comes out
+//           by shifts and masks (16-bit shifts are safe: each mask keeps
+//           only bits of the byte's own), no per-vector mask registers.
 //
 // Sums (the reference's order, which every kernel keeps):
 //   32-element blocks: as Q8_0 / Q4_0 (packed_gemm.h) with the offsets 128
@@ -72,7 +78,8 @@ inline constexpr int64_t kIq4XsBytes = kIq4XsHead + 8 * kNibbles;
 inline constexpr int64_t kQ2KHead = 2 * kD + kPairs;
 inline constexpr int64_t kQ2KBytes = kQ2KHead + kCrumbs;
 inline constexpr int64_t kQ3KHead = kD + kPairs;
-inline constexpr int64_t kQ3KBytes = kQ3KHead + kCrumbs + 16 * 4 * 8;
+inline constexpr int64_t kQ3PairBytes = 3 * 64;  // a pair of sub-blocks' three lines
+inline constexpr int64_t kQ3KBytes = kQ3KHead + 8 * kQ3PairBytes;
 
 // The activations' kHalfSums form of start: the sums of elements 0..15 and
 // 16..31 as int16, low and high half (|sum| <= 16 * 127).

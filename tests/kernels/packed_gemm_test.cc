@@ -420,6 +420,58 @@ TEST(PackedGemm, Iq4XsSumsStayExactAtTheirBound) {
   }
 }
 
+// Q3_K's level v of an element sits in bits that 16-bit shifts bring in
+// from the neighbouring byte (packed_lowbit.h): levels 7 beside levels 0,
+// by element and row (fills 0, 1) or by 4-element run and row (fill 2, so
+// a byte's fields differ), make any such bit change the sums. The
+// reference against the dequantized dot, then every level's kernels
+// against the reference, bit for bit, also one token at a time.
+TEST(PackedGemm, Q3KLevelsDoNotLeakIntoTheirNeighbours) {
+  const int64_t k = 512, rows = 32, m = 2;
+  const TypeKernels* tk = kernels_at(CpuLevel::kScalar).type(DType::Q3_K);
+  std::vector<float> x(static_cast<size_t>(k * m));
+  for (int64_t i = 0; i < k; ++i) {
+    x[static_cast<size_t>(i)] = 1.0f;
+    x[static_cast<size_t>(k + i)] = i % 2 ? 1.0f : -1.0f;
+  }
+  for (int fill = 0; fill < 3; ++fill) {
+    QuantMatrix w = random_matrix(DType::Q3_K, k, rows, 19);
+    auto* blocks = reinterpret_cast<BlockQ3_K*>(w.bytes.data());
+    for (int64_t b = 0; b < k / 256 * rows; ++b) {
+      const int64_t r = b / (k / 256);
+      BlockQ3_K& blk = blocks[b];
+      std::memset(blk.qs, 0, sizeof blk.qs);
+      std::memset(blk.hmask, 0, sizeof blk.hmask);
+      for (int e = 0; e < 256; ++e) {
+        const int64_t run = fill == 2 ? e / 4 : e + fill;
+        if ((run + r) % 2 == 0) continue;  // level 0
+        blk.qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(3 << (2 * ((e / 32) % 4)));
+        blk.hmask[e % 32] |= static_cast<uint8_t>(1 << (4 * (e / 128) + (e / 32) % 4));
+      }
+    }
+    const auto packed = packed_copy(w.view);
+    const auto xp = packed_acts(x, k, m, kHalfSums);
+    const size_t xs = act_stride(k, m, kHalfSums);
+    std::vector<float> ref(static_cast<size_t>(rows * m));
+    packed_gemm_reference(DType::Q3_K, k, packed.data(), rows / kPackRows, xp.data(), xs, m, ref.data(), rows);
+    SCOPED_TRACE("fill " + std::to_string(fill));
+    expect_near_exact_dot(*tk, w, acts_as_floats(xp, k, m, kHalfSums), ref, k, rows, m, 1e-5, 1e-6);
+    for (CpuLevel level : testing::runnable_levels()) {
+      const PackedKernels* pk = kernels_at(level).packed(DType::Q3_K);
+      if (!pk) continue;
+      std::vector<float> got(ref.size(), NAN);
+      pk->gemm(k, packed.data(), rows / kPackRows, xp.data(), xs, m, got.data(), rows);
+      EXPECT_TRUE(same_bits(ref, got)) << cpu_level_name(level);
+      for (int64_t tok = 0; tok < m; ++tok) {
+        std::vector<float> one(static_cast<size_t>(rows), NAN);
+        pk->gemm(k, packed.data(), rows / kPackRows, xp.data() + tok * sizeof(PackedActBlock), xs, 1, one.data(), rows);
+        const std::vector<float> want(ref.begin() + tok * rows, ref.begin() + (tok + 1) * rows);
+        EXPECT_TRUE(same_bits(want, one)) << cpu_level_name(level) << " token " << tok;
+      }
+    }
+  }
+}
+
 // The AVX2 IQ4_XS kernel takes 8 tokens a call, the AVX-512 one 8 a tile:
 // every count across two calls and a ragged one, bit for bit.
 TEST(PackedGemm, Iq4XsKernelsEqualTheReferenceAtEveryTokenCount) {
