@@ -517,7 +517,8 @@ void k_low_half_micro(int64_t k, const uint8_t* blk, int h0, const uint8_t* x, s
           } else {
             const __m256i raw_line = load(lines + 64 * e + 4 * kHalf * h);
             #pragma GCC unroll 4
-            for (int f = 0; f < 4; ++f) w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
+            for (int f = 0; f < 4; ++f)
+              w[f] = _mm256_and_si256(f == 0 ? raw_line : _mm256_srli_epi16(raw_line, 2 * f), three);
           }
           const __m256i scv = _mm256_shuffle_epi8(sc, e == 0 ? dup_lo : dup_hi);
           #pragma GCC unroll 4

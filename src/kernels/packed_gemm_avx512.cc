@@ -520,7 +520,8 @@ void k_low_micro(int64_t k, const uint8_t* blk, const uint8_t* x, size_t xs, flo
         } else {
           const __m512i raw_line = _mm512_loadu_si512(lines + 64 * h);
           #pragma GCC unroll 4
-          for (int s = 0; s < 4; ++s) w[s] = _mm512_and_si512(s == 0 ? raw_line : _mm512_srli_epi16(raw_line, 2 * s), three);
+          for (int s = 0; s < 4; ++s)
+            w[s] = _mm512_and_si512(s == 0 ? raw_line : _mm512_srli_epi16(raw_line, 2 * s), three);
         }
         #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {

@@ -312,7 +312,8 @@ float dot_k_low(DType t, int64_t k, const uint8_t* w, const uint8_t* x, size_t x
       const uint8_t code = pairs[pair_at(j, r)];
       int32_t s = 0;
       for (int e = 0; e < 16; ++e) {
-        const int q = q3 ? get_level3(blk + head + kQ3PairBytes * (j / 2), r, 16 * (j % 2) + e) : get_crumb(blk + head + 64 * j, r, e);
+        const int q = q3 ? get_level3(blk + head + kQ3PairBytes * (j / 2), r, 16 * (j % 2) + e)
+                         : get_crumb(blk + head + 64 * j, r, e);
         s += q * a.qs[16 * (j % 2) + e];
       }
       const int32_t S = half_sum(a.start, j % 2);
