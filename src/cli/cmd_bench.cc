@@ -254,7 +254,7 @@ int run(const BenchOptions& o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool bench_registered = register_command(
     "bench", "Measure prefill and decode speed (like llama-bench pp/tg)", [](CLI::App& app) {
       auto o = std::make_shared<BenchOptions>();
       app.add_option("-m,--model", o->models, "Model file(s) (GGUF); repeat for several")->required();

@@ -390,7 +390,7 @@ int bench_serve(const BenchServeOptions& o) {
   return all_ok ? 0 : 1;
 }
 
-const bool registered = register_command(
+const bool bench_serve_registered = register_command(
     "bench-serve", "Load-test the HTTP server with concurrent streaming clients", [](CLI::App& app) {
       auto o = std::make_shared<BenchServeOptions>();
       app.add_option("-m,--model", o->model, "Start a server in-process for this model (GGUF)");

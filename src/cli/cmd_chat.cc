@@ -93,7 +93,7 @@ int chat(ChatOptions o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool chat_registered = register_command(
     "chat", "Chat with a model in the terminal, keeping the KV cache between turns", [](CLI::App& app) {
       auto o = std::make_shared<ChatOptions>();
       app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();

@@ -66,7 +66,7 @@ int render(const RenderOptions& o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool chat_template_registered = register_command(
     "chat-template", "Render a chat template for messages given as JSON", [](CLI::App& app) {
       auto o = std::make_shared<RenderOptions>();
       app.add_option("--chat-template", o->chat_template, chat_template_option_help())->required();

@@ -121,7 +121,7 @@ Status convert(const ConvertArgs& a) {
   return {};
 }
 
-const bool registered = register_command(
+const bool convert_registered = register_command(
     "convert", "Convert a Hugging Face folder, llama2.c checkpoint or SentencePiece tokenizer to GGUF",
     [](CLI::App& app) {
       auto a = std::make_shared<ConvertArgs>();

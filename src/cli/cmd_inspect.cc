@@ -143,7 +143,7 @@ void print_kernels() {
                 text(cpu_level_name(e->level)).c_str(), text(e->name).c_str());
 }
 
-const bool registered = register_command(
+const bool inspect_registered = register_command(
     "inspect", "Show a GGUF file's header, metadata and tensors, or this CPU's kernels", [](CLI::App& app) {
       auto path = std::make_shared<std::string>();
       auto list_kernels = std::make_shared<bool>(false);

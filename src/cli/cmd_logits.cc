@@ -53,7 +53,7 @@ int run(const LogitsOptions& o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool logits_registered = register_command(
     "logits", "Write the logits at every position of a prompt (float32 [n][vocab])",
     [](CLI::App& app) {
       auto o = std::make_shared<LogitsOptions>();

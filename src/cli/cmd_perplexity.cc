@@ -137,7 +137,7 @@ int run(const PerplexityArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool perplexity_registered = register_command(
     "perplexity", "Perplexity of a text file by strided windows",
     [](CLI::App& app) {
       auto a = std::make_shared<PerplexityArgs>();

@@ -9,7 +9,7 @@
 namespace duet::cli {
 namespace {
 
-const bool registered = register_command(
+const bool pull_registered = register_command(
     "pull", "Download a GGUF from a Hugging Face repository by name (OWNER/NAME[:QUANT], default Q4_K_M)",
     [](CLI::App& app) {
       auto name = std::make_shared<std::string>();

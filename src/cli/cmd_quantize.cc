@@ -78,7 +78,7 @@ int run(const QuantizeArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool quantize_registered = register_command(
     "quantize", "Rewrite a GGUF model with its matrices in a quantized type",
     [](CLI::App& app) {
       auto a = std::make_shared<QuantizeArgs>();

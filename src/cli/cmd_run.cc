@@ -194,7 +194,7 @@ int run(RunOptions o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool run_registered = register_command(
     "run", "Generate text from a prompt, streamed to stdout", [](CLI::App& app) {
       auto o = std::make_shared<RunOptions>();
       app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();

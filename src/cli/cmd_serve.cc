@@ -208,7 +208,7 @@ int serve(const ServeOptions& o) {
   return ok ? 0 : fail(err("the server stopped with an error"));
 }
 
-const bool registered = register_command(
+const bool serve_registered = register_command(
     "serve", "Serve the OpenAI-compatible HTTP API", [](CLI::App& app) {
       auto o = std::make_shared<ServeOptions>();
       app.add_option("-m,--model", o->model, "Model file (GGUF)")->required();

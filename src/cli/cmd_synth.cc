@@ -87,7 +87,7 @@ int run(const SynthArgs& a, const CLI::App& app) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool synth_registered = register_command(
     "synth", "write a random-weight model of a real or custom shape", [](CLI::App& app) {
       auto a = std::make_shared<SynthArgs>();
       app.add_option("--like", a->like,

@@ -121,7 +121,7 @@ int run(const Options& o) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool tokenize_registered = register_command(
     "tokenize", "Print the token ids of a text under a model's vocabulary",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();

@@ -136,9 +136,6 @@ GgufValue GgufValue::of_i32s(const std::vector<int32_t>& v) {
 
 namespace {
 
-// Nesting deeper than this is not produced by any converter and would only
-// serve to exhaust the stack.
-constexpr int kMaxArrayDepth = 8;
 // Each metadata item costs sizeof(GgufValue) in memory, far more than its
 // bytes on disk, so their total is capped (the largest real vocabularies
 // hold a few hundred thousand tokens and merges).
@@ -270,8 +267,8 @@ class GgufReader {
   }
 
   Result<GgufValue> read_array(const std::string& key, int depth) {
-    if (depth > kMaxArrayDepth)
-      return fail_at(pos_, "key '", key, "': arrays nested deeper than ", kMaxArrayDepth);
+    if (depth > kGgufMaxArrayDepth)
+      return fail_at(pos_, "key '", key, "': arrays nested deeper than ", kGgufMaxArrayDepth);
     const size_t at = pos_;
     DUET_ASSIGN(uint32_t raw, read_pod<uint32_t>("array element type"));
     if (!known_type(raw))

@@ -22,6 +22,10 @@ enum class GgufType : uint32_t {
   BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
 
+// Arrays nest at most this deep, in files read and written: no converter
+// goes deeper, and deeper nesting would only serve to exhaust the stack.
+inline constexpr int kGgufMaxArrayDepth = 8;
+
 std::string_view gguf_type_name(GgufType t);
 bool is_integer_type(GgufType t);
 

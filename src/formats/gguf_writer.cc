@@ -20,7 +20,6 @@ namespace {
 
 constexpr uint32_t kVersion = 3;
 constexpr uint64_t kDefaultAlignment = 32;
-constexpr int kMaxArrayDepth = 8;  // the reader's limit
 
 class Encoder {
  public:
@@ -74,8 +73,8 @@ class Encoder {
   }
 
   Status array(const GgufValue& v, const std::string& where, int depth) {
-    if (depth > kMaxArrayDepth)
-      return err(where, ": arrays nested deeper than ", kMaxArrayDepth);
+    if (depth > kGgufMaxArrayDepth)
+      return err(where, ": arrays nested deeper than ", kGgufMaxArrayDepth);
     pod<uint32_t>(static_cast<uint32_t>(v.elem_type));
     pod<uint64_t>(v.items.size());
     for (size_t i = 0; i < v.items.size(); ++i) {

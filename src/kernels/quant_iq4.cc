@@ -19,7 +19,7 @@ namespace {
 
 using namespace quant_fit;
 
-constexpr int kSub = 32;
+constexpr int kIq4Sub = 32;
 
 // Midpoints between consecutive levels (exact halves: the levels are integers).
 constexpr auto kMidpoints = [] {
@@ -51,7 +51,7 @@ float fit_iq4(const float* x, const float* w, int n, uint8_t* L) {
     return 0.f;
   }
   float best = -1.f, scale = 0.f;
-  uint8_t trial[kSub];
+  uint8_t trial[kIq4Sub];
   for (int t = -7; t <= 7; ++t) {
     const float id = (static_cast<float>(kIq4Levels[0]) + t) / max;
     float sum_qx = 0.f, sum_q2 = 0.f;
@@ -73,13 +73,13 @@ float fit_iq4(const float* x, const float* w, int n, uint8_t* L) {
 // Weights of one 32-element block: importance * sqrt(sigma2 + x^2), or x^2.
 void block_weights(const float* x, const float* importance, float* w) {
   float sum_x2 = 0.f;
-  for (int i = 0; i < kSub; ++i) sum_x2 += x[i] * x[i];
-  const float sigma2 = 2.f * sum_x2 / kSub;
-  for (int i = 0; i < kSub; ++i) w[i] = importance ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
+  for (int i = 0; i < kIq4Sub; ++i) sum_x2 += x[i] * x[i];
+  const float sigma2 = 2.f * sum_x2 / kIq4Sub;
+  for (int i = 0; i < kIq4Sub; ++i) w[i] = importance ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
 }
 
 void pack_nibbles(const uint8_t* L, uint8_t* qs) {
-  for (int i = 0; i < kSub / 2; ++i) qs[i] = static_cast<uint8_t>(L[i] | (L[i + 16] << 4));
+  for (int i = 0; i < kIq4Sub / 2; ++i) qs[i] = static_cast<uint8_t>(L[i] | (L[i + 16] << 4));
 }
 
 int nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4; }
@@ -88,12 +88,12 @@ int nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0xF : qs[i - 16] 
 
 void quantize_row_iq4_nl(const float* x, void* vy, int64_t k, const float* importance) {
   auto* y = static_cast<BlockIQ4_NL*>(vy);
-  for (int64_t b = 0; b < k / kSub; ++b, x += kSub) {
-    float w[kSub];
-    uint8_t L[kSub];
-    block_weights(x, importance ? importance + b * kSub : nullptr, w);
-    y[b].d = f32_to_f16(fit_iq4(x, w, kSub, L));
-    pick_levels(x, kSub, f16_to_f32(y[b].d), L);  // against the scale as stored
+  for (int64_t b = 0; b < k / kIq4Sub; ++b, x += kIq4Sub) {
+    float w[kIq4Sub];
+    uint8_t L[kIq4Sub];
+    block_weights(x, importance ? importance + b * kIq4Sub : nullptr, w);
+    y[b].d = f32_to_f16(fit_iq4(x, w, kIq4Sub, L));
+    pick_levels(x, kIq4Sub, f16_to_f32(y[b].d), L);  // against the scale as stored
     pack_nibbles(L, y[b].qs);
   }
 }
@@ -103,10 +103,10 @@ void quantize_row_iq4_xs(const float* x, void* vy, int64_t k, const float* impor
   for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
     float w[kQKK], scales[8];
     uint8_t L[kQKK];
-    k_weights(x, importance ? importance + b * kQKK : nullptr, w, kSub, /*affine=*/false);
+    k_weights(x, importance ? importance + b * kQKK : nullptr, w, kIq4Sub, /*affine=*/false);
     float max_scale = 0.f, max_abs = 0.f;
     for (int j = 0; j < 8; ++j) {
-      scales[j] = fit_iq4(x + kSub * j, w + kSub * j, kSub, L + kSub * j);
+      scales[j] = fit_iq4(x + kIq4Sub * j, w + kIq4Sub * j, kIq4Sub, L + kIq4Sub * j);
       if (std::fabs(scales[j]) > max_abs) {
         max_abs = std::fabs(scales[j]);
         max_scale = scales[j];
@@ -121,17 +121,17 @@ void quantize_row_iq4_xs(const float* x, void* vy, int64_t k, const float* impor
       const int l = ds != 0.f ? std::clamp(nearest_int(scales[j] / ds), -32, 31) : 0;
       y[b].scales_l[j / 2] |= static_cast<uint8_t>(((l + 32) & 0xF) << (4 * (j % 2)));
       y[b].scales_h |= static_cast<uint16_t>(((l + 32) >> 4) << (2 * j));
-      pick_levels(x + kSub * j, kSub, ds * static_cast<float>(l), L + kSub * j);
-      pack_nibbles(L + kSub * j, y[b].qs + 16 * j);
+      pick_levels(x + kIq4Sub * j, kIq4Sub, ds * static_cast<float>(l), L + kIq4Sub * j);
+      pack_nibbles(L + kIq4Sub * j, y[b].qs + 16 * j);
     }
   }
 }
 
 void dequantize_row_iq4_nl(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIQ4_NL*>(vx);
-  for (int64_t b = 0; b < k / kSub; ++b, y += kSub) {
+  for (int64_t b = 0; b < k / kIq4Sub; ++b, y += kIq4Sub) {
     const float d = f16_to_f32(x[b].d);
-    for (int i = 0; i < kSub; ++i) y[i] = d * static_cast<float>(kIq4Levels[nibble(x[b].qs, i)]);
+    for (int i = 0; i < kIq4Sub; ++i) y[i] = d * static_cast<float>(kIq4Levels[nibble(x[b].qs, i)]);
   }
 }
 
@@ -139,9 +139,9 @@ void dequantize_row_iq4_xs(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIQ4_XS*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const float d = f16_to_f32(x[b].d);
-    for (int j = 0; j < 8; ++j, y += kSub) {
+    for (int j = 0; j < 8; ++j, y += kIq4Sub) {
       const float dl = d * static_cast<float>(iq4_xs_scale(x[b], j));
-      for (int i = 0; i < kSub; ++i) y[i] = dl * static_cast<float>(kIq4Levels[nibble(x[b].qs + 16 * j, i)]);
+      for (int i = 0; i < kIq4Sub; ++i) y[i] = dl * static_cast<float>(kIq4Levels[nibble(x[b].qs + 16 * j, i)]);
     }
   }
 }

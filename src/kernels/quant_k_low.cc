@@ -18,7 +18,7 @@ namespace {
 
 using namespace quant_fit;
 
-constexpr int kSub = 16;
+constexpr int kLowSub = 16;
 
 // Four 2-bit levels per byte: element 128h + 32s + l at bits 2s of byte 32h + l.
 void pack2(const uint8_t* L, uint8_t* qs) {
@@ -48,18 +48,18 @@ float quantize_scales(const float* v, int n, int levels, uint8_t* codes) {
 void quantize_block_q2_K(const float* x, const float* importance, BlockQ2_K& y) {
   float w[kQKK], scales[16], mins[16];
   uint8_t L[kQKK], sc[16], m[16];
-  k_weights(x, importance, w, kSub, /*affine=*/true);
+  k_weights(x, importance, w, kLowSub, /*affine=*/true);
   for (int j = 0; j < 16; ++j)
-    scales[j] = fit_affine(kSub, 3, x + kSub * j, w + kSub * j, L + kSub * j, &mins[j], -0.5f, 0.1f, 15);
+    scales[j] = fit_affine(kLowSub, 3, x + kLowSub * j, w + kLowSub * j, L + kLowSub * j, &mins[j], -0.5f, 0.1f, 15);
   y.d = f32_to_f16(quantize_scales(scales, 16, 15, sc));
   y.dmin = f32_to_f16(quantize_scales(mins, 16, 15, m));
   const float d = f16_to_f32(y.d), dmin = f16_to_f32(y.dmin);
   for (int j = 0; j < 16; ++j) {
     y.scales[j] = static_cast<uint8_t>(sc[j] | (m[j] << 4));
     const float step = d * sc[j], off = dmin * m[j];
-    for (int i = 0; i < kSub; ++i) {
-      const float v = x[kSub * j + i];
-      L[kSub * j + i] = step == 0.f ? 0 : static_cast<uint8_t>(std::clamp(nearest_int((v + off) / step), 0, 3));
+    for (int i = 0; i < kLowSub; ++i) {
+      const float v = x[kLowSub * j + i];
+      L[kLowSub * j + i] = step == 0.f ? 0 : static_cast<uint8_t>(std::clamp(nearest_int((v + off) / step), 0, 3));
     }
   }
   pack2(L, y.qs);
@@ -78,10 +78,10 @@ void pack_q3_scales(const int* sc, uint8_t* packed) {
 void quantize_block_q3_K(const float* x, const float* importance, BlockQ3_K& y) {
   float w[kQKK], scales[16];
   uint8_t L[kQKK];
-  k_weights(x, importance, w, kSub, /*affine=*/false);
+  k_weights(x, importance, w, kLowSub, /*affine=*/false);
   float max_scale = 0.f, max_abs = 0.f;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = fit_symmetric(kSub, 4, x + kSub * j, w + kSub * j, L + kSub * j);
+    scales[j] = fit_symmetric(kLowSub, 4, x + kLowSub * j, w + kLowSub * j, L + kLowSub * j);
     if (std::fabs(scales[j]) > max_abs) {
       max_abs = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -98,9 +98,9 @@ void quantize_block_q3_K(const float* x, const float* importance, BlockQ3_K& y) 
   const float d = f16_to_f32(y.d);
   for (int j = 0; j < 16; ++j) {
     const float step = d * sc[j];
-    for (int i = 0; i < kSub; ++i) {
-      const float v = x[kSub * j + i];
-      L[kSub * j + i] = step == 0.f ? 4 : static_cast<uint8_t>(4 + std::clamp(nearest_int(v / step), -4, 3));
+    for (int i = 0; i < kLowSub; ++i) {
+      const float v = x[kLowSub * j + i];
+      L[kLowSub * j + i] = step == 0.f ? 4 : static_cast<uint8_t>(4 + std::clamp(nearest_int(v / step), -4, 3));
     }
   }
   // Levels 4-7 set the high bit (no offset), 0-3 leave it clear (offset -4).
@@ -133,11 +133,11 @@ void dequantize_row_q2_K(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockQ2_K*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const float d = f16_to_f32(x[b].d), dmin = f16_to_f32(x[b].dmin);
-    for (int j = 0; j < 16; ++j, y += kSub) {
+    for (int j = 0; j < 16; ++j, y += kLowSub) {
       // Each product rounded on its own (no fused multiply-add), as ggml does.
       const float dl = d * static_cast<float>(x[b].scales[j] & 0xF);
       const float ml = dmin * static_cast<float>(x[b].scales[j] >> 4);
-      for (int i = 0; i < kSub; ++i) y[i] = dl * static_cast<float>(level2(x[b].qs, kSub * j + i)) - ml;
+      for (int i = 0; i < kLowSub; ++i) y[i] = dl * static_cast<float>(level2(x[b].qs, kLowSub * j + i)) - ml;
     }
   }
 }
@@ -148,10 +148,10 @@ void dequantize_row_q3_K(const void* vx, float* y, int64_t k) {
     const float d = f16_to_f32(x[b].d);
     int8_t sc[16];
     q3_K_scales(x[b].scales, sc);
-    for (int j = 0; j < 16; ++j, y += kSub) {
+    for (int j = 0; j < 16; ++j, y += kLowSub) {
       const float dl = d * static_cast<float>(sc[j]);
-      for (int i = 0; i < kSub; ++i) {
-        const int e = kSub * j + i;
+      for (int i = 0; i < kLowSub; ++i) {
+        const int e = kLowSub * j + i;
         const bool high = (x[b].hmask[e % 32] >> (4 * (e / 128) + (e / 32) % 4)) & 1;
         y[i] = dl * static_cast<float>(level2(x[b].qs, e) - (high ? 0 : 4));
       }

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/json_depth.h"
+
 namespace duet::server {
 
 namespace {
@@ -10,8 +12,6 @@ namespace {
 // every byte would cost the square of its length.
 constexpr size_t kMaxHeadBytes = 512;
 constexpr size_t kMaxNameBytes = 128;
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
@@ -53,7 +53,7 @@ class HeadReader {
 
  private:
   void skip_space() {
-    while (at_ < s_.size() && is_space(s_[at_])) ++at_;
+    while (at_ < s_.size() && is_json_space(s_[at_])) ++at_;
   }
   HeadMatch literal(std::string_view lit) { return one_of({lit}); }
   HeadMatch one_of(std::initializer_list<std::string_view> words) {
@@ -125,7 +125,7 @@ void CallObjectReader::step(char c, std::string& args, std::vector<Event>& out) 
     case State::kArguments: {
       const bool in_string = depth_.in_string;
       depth_.step(c);
-      if (!(minify_ && !in_string && is_space(c))) args += c;
+      if (!(minify_ && !in_string && is_json_space(c))) args += c;
       if (depth_.depth > 0) return;
       out.push_back({Event::kArguments, std::move(args)});
       args.clear();

@@ -19,11 +19,9 @@ constexpr std::string_view kPythonTag = "<|python_tag|>";
 // output from recursing through the JSON library's printer.
 constexpr int kMaxJsonDepth = 64;
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  while (!s.empty() && is_json_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_json_space(s.back())) s.remove_suffix(1);
   return s;
 }
 
@@ -268,7 +266,7 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
   if (at != std::string::npos) {
     std::string_view before = std::string_view(pending_).substr(0, at);
     size_t text_end = before.size();
-    while (text_end > 0 && is_space(before[text_end - 1])) --text_end;
+    while (text_end > 0 && is_json_space(before[text_end - 1])) --text_end;
     emit_text(ChatDelta::kContent, std::string(before.substr(0, text_end)), out);
     // Kept for a call that turns out malformed: then it is content again.
     tail_open_ = std::string(before.substr(text_end)) + std::string(marker);
@@ -283,7 +281,7 @@ bool ChatOutputParser::step_content(std::vector<ChatDelta>& out) {
   for (std::string_view m : tool_markers()) keep = std::max(keep, partial_marker(pending_, m));
   size_t end = pending_.size() - keep;
   if (parse_tools_)
-    while (end > 0 && is_space(pending_[end - 1])) --end;
+    while (end > 0 && is_json_space(pending_[end - 1])) --end;
   emit_text(ChatDelta::kContent, pending_.substr(0, end), out);
   pending_.erase(0, end);
   return false;
@@ -318,7 +316,7 @@ bool ChatOutputParser::stream_hermes_call(size_t close, std::vector<ChatDelta>& 
   const size_t end = close == std::string::npos ? pending_.size() : close;
   if (!call_) {
     size_t i = 0;
-    while (i < end && is_space(pending_[i])) ++i;
+    while (i < end && is_json_space(pending_[i])) ++i;
     if (i == end) return false;
     if (pending_[i] != '{') {
       head_failed_ = true;
@@ -368,7 +366,7 @@ bool ChatOutputParser::step_call_arguments(std::vector<ChatDelta>& out) {
 // Anything else is the reply's text again.
 bool ChatOutputParser::step_call_end() {
   size_t i = 0;
-  while (i < pending_.size() && is_space(pending_[i])) ++i;
+  while (i < pending_.size() && is_json_space(pending_[i])) ++i;
   pending_.erase(0, i);
   if (pending_.starts_with(kHermesClose)) {
     pending_.erase(0, kHermesClose.size());
@@ -436,7 +434,7 @@ bool ChatOutputParser::step_json_calls(std::vector<ChatDelta>& out) {
   if (whole() && !reported_any_) return false;  // parsed whole at finish()
   if (!call_) {
     size_t i = 0;
-    while (i < pending_.size() && (is_space(pending_[i]) || std::string_view("[],;").find(pending_[i]) != std::string_view::npos))
+    while (i < pending_.size() && (is_json_space(pending_[i]) || std::string_view("[],;").find(pending_[i]) != std::string_view::npos))
       ++i;
     calls_text_.append(pending_, 0, i);
     pending_.erase(0, i);

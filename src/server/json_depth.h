@@ -1,10 +1,13 @@
 // The bracket depth of JSON text read one character at a time, strings and
 // their escapes skipped: enough to find where a value streamed by a model
-// ends without parsing it. Shared by the chat output parser and the stream
-// of forced tool calls.
+// ends without parsing it. Shared by the chat output parser, the stream
+// of forced tool calls and the call object reader.
 #pragma once
 
 namespace duet::server {
+
+// JSON's insignificant whitespace (RFC 8259).
+inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 struct JsonDepth {
   int depth = 0;

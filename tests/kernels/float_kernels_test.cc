@@ -11,12 +11,13 @@
 namespace duet {
 namespace {
 
+using testing::kLengths;
+
 using testing::random_floats;
 using testing::random_weights;
 using testing::runnable_levels;
 
 constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16};
-constexpr int64_t kLengths[] = {1, 7, 31, 33, 100, 257, 1000, 2049};
 // Unit roundoff of float.
 constexpr double kU = 0x1p-24;
 

@@ -9,10 +9,25 @@
 #include "core/cpu_features.h"
 #include "core/half.h"
 #include "core/tensor.h"
+#include "kernels/packed_gemm.h"
 
 namespace duet::testing {
 
 // Every level this machine can run, scalar first.
+// Vector lengths around every SIMD width's edges.
+inline constexpr int64_t kLengths[] = {1, 7, 31, 33, 100, 257, 1000, 2049};
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// w in the packed layout the kernels read.
+inline std::vector<uint8_t> packed_copy(const TensorView& w) {
+  std::vector<uint8_t> out(packed_bytes(w));
+  pack_weights(w, out.data());
+  return out;
+}
+
 inline std::vector<CpuLevel> runnable_levels() {
   std::vector<CpuLevel> levels;
   for (int l = 0; l <= static_cast<int>(cpu_features().best_level()); ++l)

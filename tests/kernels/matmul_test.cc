@@ -11,11 +11,13 @@
 namespace duet {
 namespace {
 
+using testing::kLengths;
+using testing::same_bits;
+
 using testing::random_floats;
 using testing::random_weights;
 
 constexpr DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
-constexpr int64_t kLengths[] = {1, 7, 31, 33, 100, 257, 1000, 2049};
 constexpr int64_t kTokens[] = {1, 2, 3, 5, 17};
 constexpr int64_t kOutputs[] = {1, 3, 37, 100};
 
@@ -27,9 +29,6 @@ std::vector<float> run_matmul(const TensorView& w, const std::vector<float>& x, 
   return y;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 TEST(Matmul, FloatTypesMatchScalarReference) {
   ThreadPool pool(1);

@@ -21,6 +21,8 @@
 namespace duet {
 namespace {
 
+using testing::packed_copy;
+
 using testing::random_floats;
 
 struct Bf16Matrix {
@@ -43,11 +45,6 @@ Bf16Matrix random_bf16(int64_t k, int64_t rows, uint32_t seed) {
   return m;
 }
 
-std::vector<uint8_t> packed_copy(const TensorView& w) {
-  std::vector<uint8_t> out(packed_bytes(w));
-  pack_weights(w, out.data());
-  return out;
-}
 
 bool has_bf16_dot() { return cpu_features().avx512bf16; }
 

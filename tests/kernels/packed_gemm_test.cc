@@ -19,6 +19,9 @@
 namespace duet {
 namespace {
 
+using testing::packed_copy;
+using testing::same_bits;
+
 using testing::random_floats;
 
 constexpr DType kPackedTypes[] = {DType::Q8_0,   DType::Q4_0, DType::Q4_K, DType::Q5_0, DType::Q5_1,
@@ -80,11 +83,6 @@ QuantMatrix random_matrix(DType t, int64_t k, int64_t rows, uint32_t seed) {
   return m;
 }
 
-std::vector<uint8_t> packed_copy(const TensorView& w) {
-  std::vector<uint8_t> out(packed_bytes(w));
-  pack_weights(w, out.data());
-  return out;
-}
 
 // The x_stride a packed kernel takes for m tokens: f32 rows' stride, or
 // the block stride of int8 activations interleaved by block.
@@ -106,9 +104,6 @@ std::vector<uint8_t> packed_acts(const std::vector<float>& x, int64_t k, int64_t
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The activations a packed kernel sees, back as floats.
 std::vector<float> acts_as_floats(const std::vector<uint8_t>& xp, int64_t k, int64_t m, int offset) {
