@@ -36,7 +36,7 @@ std::string raw(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
-std::string st_file(const std::vector<RawTensor>& tensors) {
+std::string raw_st_file(const std::vector<RawTensor>& tensors) {
   json header = json::object();
   std::string data;
   for (const RawTensor& t : tensors) {
@@ -97,7 +97,7 @@ struct GptqFolder {
   }
   std::string open_error() {
     write_file(dir.file("config.json"), config.dump());
-    write_file(dir.file("model.safetensors"), st_file(tensors));
+    write_file(dir.file("model.safetensors"), raw_st_file(tensors));
     auto ck = HfCheckpoint::open(dir.path());
     return ck.ok() ? std::string("(opened)") : ck.error().message;
   }

@@ -27,7 +27,7 @@ const std::string kStoriesBin = "models/stories260K/stories260K.bin";
 const std::string kStoriesTok = "models/stories260K/tok512.bin";
 const std::string kStoriesGguf = "models/stories260K/stories260K.gguf";
 
-std::vector<uint8_t> read_all(const std::string& path) {
+std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
 }
@@ -288,7 +288,7 @@ TEST(Llama2c, SeparateClassifierIsWrittenAsOutput) {
   const Llama2cWeight wcls{{512, 64}, cls.data()};
 
   TempDir dir;
-  std::vector<uint8_t> v0 = read_all(shared_path(kStoriesBin));
+  std::vector<uint8_t> v0 = read_bytes(shared_path(kStoriesBin));
   put_i32(v0, 20, -512);  // legacy: negative vocab_size = separate classifier
   append(v0, cls.data(), cls.size());
   write_all(dir.file("v0.bin"), v0);
@@ -332,7 +332,7 @@ std::string checkpoint_error(const TempDir& dir, const std::vector<uint8_t>& byt
 }
 
 TEST(Llama2c, TruncatedCheckpointIsAnError) {
-  const std::vector<uint8_t> full = read_all(shared_path(kStoriesBin));
+  const std::vector<uint8_t> full = read_bytes(shared_path(kStoriesBin));
   TempDir dir;
   for (size_t cut : {size_t{0}, size_t{3}, size_t{27}, size_t{28}, size_t{1000}, full.size() / 2,
                      full.size() - 4, full.size() - 1}) {
@@ -348,7 +348,7 @@ TEST(Llama2c, TruncatedCheckpointIsAnError) {
 }
 
 TEST(Llama2c, BadHeadersAreErrors) {
-  const std::vector<uint8_t> full = read_all(shared_path(kStoriesBin));
+  const std::vector<uint8_t> full = read_bytes(shared_path(kStoriesBin));
   TempDir dir;
   struct Case {
     size_t field;
@@ -381,7 +381,7 @@ TEST(Llama2c, BadHeadersAreErrors) {
 }
 
 TEST(Llama2c, BadExportHeadersAreErrors) {
-  std::vector<uint8_t> q8 = read_all(shared_path("models/stories260K/stories260K_q8.bin"));
+  std::vector<uint8_t> q8 = read_bytes(shared_path("models/stories260K/stories260K_q8.bin"));
   TempDir dir;
   std::vector<uint8_t> b = q8;
   put_i32(b, 4, 3);
@@ -437,7 +437,7 @@ TEST(Llama2c, Tok512) {
 }
 
 TEST(Llama2c, CorruptTokenizersAreErrors) {
-  const std::vector<uint8_t> full = read_all(shared_path(kStoriesTok));
+  const std::vector<uint8_t> full = read_bytes(shared_path(kStoriesTok));
   TempDir dir;
   EXPECT_NE(tokenizer_error(dir, {}).find("too small"), std::string::npos);
   EXPECT_NE(tokenizer_error(dir, {7, 0, 0, 0}).find("no tokens"), std::string::npos);

@@ -22,11 +22,6 @@ namespace n = gguf_names;
 
 const std::string kLlama2Model = "tokenizers/llama2/tokenizer.model";
 
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
 // A minimal protobuf encoder for building test messages.
 std::string varint(uint64_t v) {
   std::string s;
@@ -197,7 +192,7 @@ TEST(SpmModel, ErrorOffsetsAreFileOffsets) {
 }
 
 TEST(SpmModel, TruncatedRealModelIsAnError) {
-  const std::string full = read_all(shared_path(kLlama2Model));
+  const std::string full = testing::read_file(shared_path(kLlama2Model));
   ASSERT_GT(full.size(), 100000u);
   // Protobuf has no overall length: a cut on a field boundary is a valid,
   // shorter model. Any other cut is an error; none may pass for the whole.
@@ -223,7 +218,7 @@ TEST(SpmModel, RandomBytesAreErrors) {
     EXPECT_FALSE(parse(b).ok()) << i;
   }
   // Random mutations of a real model: either parses or errors; never crashes.
-  std::string full = read_all(shared_path(kLlama2Model));
+  std::string full = testing::read_file(shared_path(kLlama2Model));
   for (int i = 0; i < 50; ++i) {
     std::string b = full;
     for (int k = 0; k < 8; ++k) b[rng() % b.size()] = static_cast<char>(rng());

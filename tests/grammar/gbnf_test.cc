@@ -6,6 +6,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar_test_util.h"
 
 namespace duet {
 namespace {
@@ -16,17 +17,8 @@ std::shared_ptr<const Grammar> compile(const std::string& text) {
   return g.ok() ? *g : nullptr;
 }
 
-// The whole string is in the language.
-bool matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
-  GrammarMatcher m(g);
-  return m.accept_bytes(s) && m.can_end();
-}
-
-// Some continuation of the string is in the language.
-bool is_prefix(const std::shared_ptr<const Grammar>& g, const std::string& s) {
-  GrammarMatcher m(g);
-  return m.accept_bytes(s);
-}
+using testing::is_prefix;
+using testing::matches;
 
 std::string parse_error(const std::string& text) {
   auto g = Grammar::from_gbnf(text);

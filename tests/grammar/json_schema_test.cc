@@ -8,6 +8,7 @@
 
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
+#include "grammar_test_util.h"
 
 namespace duet {
 namespace {
@@ -19,10 +20,7 @@ struct Case {
   std::vector<const char*> invalid;
 };
 
-bool matches(const std::shared_ptr<const Grammar>& g, const std::string& s) {
-  GrammarMatcher m(g);
-  return m.accept_bytes(s) && m.can_end();
-}
+using testing::matches;
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> kCases = {

@@ -96,7 +96,7 @@ void check_masks(const std::string& vocab_name, const std::string& gbnf, const s
   EXPECT_GT(allowed_total, checked);
 }
 
-const char* kJson = R"G(
+const char* kJsonGbnf = R"G(
 root   ::= object
 value  ::= object | array | string | number | ("true" | "false" | "null") ws
 object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
@@ -108,8 +108,8 @@ ws ::= | " " | "\n" [ \t]{0,20}
 
 const char* kJsonText = "{\"name\": \"Zo\xC3\xAB \xE6\x97\xA5\xE6\x9C\xAC\", \"tags\": [\"a\", \"b\\n\"], \"n\": -12.5e3, \"ok\": true}";
 
-TEST(TokenMask, JsonMatchesBruteForceLlama32k) { check_masks("llama-spm", kJson, kJsonText, 3); }
-TEST(TokenMask, JsonMatchesBruteForceQwen152k) { check_masks("qwen2", kJson, kJsonText, 7); }
+TEST(TokenMask, JsonMatchesBruteForceLlama32k) { check_masks("llama-spm", kJsonGbnf, kJsonText, 3); }
+TEST(TokenMask, JsonMatchesBruteForceQwen152k) { check_masks("qwen2", kJsonGbnf, kJsonText, 7); }
 
 TEST(TokenMask, ArithmeticMatchesBruteForce) {
   const char* g = R"G(root ::= expr

@@ -110,7 +110,7 @@ ModelConfig synth_shape() {
           .ffn_dim = 512, .ctx_len = 256};
 }
 
-std::unique_ptr<Model> synth_model(const testing::TempDir& dir) {
+std::unique_ptr<Model> load_synth(const testing::TempDir& dir) {
   SynthOptions opt{.shape = synth_shape(), .dtype = DType::F32, .seed = 5, .vocab_from = ""};
   const std::string path = dir.file("synth.gguf");
   EXPECT_TRUE(synth_model(opt, path).ok());
@@ -123,7 +123,7 @@ std::unique_ptr<Model> synth_model(const testing::TempDir& dir) {
 // 100%; q8 0.013 / 9.4e-4 / 100%; q4 0.19 / 0.015 / 96.5%.
 TEST(KvType, RandomWeightLogitsCloseToF16Kv) {
   testing::TempDir dir;
-  auto m = synth_model(dir);
+  auto m = load_synth(dir);
   ASSERT_TRUE(m);
   std::vector<int32_t> ids(200);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 11) % 301);
@@ -134,7 +134,7 @@ TEST(KvType, RandomWeightLogitsCloseToF16Kv) {
 
 TEST(KvType, EngineFitsMoreBlocksInTheSameMemory) {
   testing::TempDir dir;
-  auto m = synth_model(dir);
+  auto m = load_synth(dir);
   ASSERT_TRUE(m);
   auto blocks = [&](KvType t) {
     EngineConfig c;

@@ -19,6 +19,8 @@
 namespace duet {
 namespace {
 
+using testing::relative_diff;
+
 // Scaled down from DeepSeek-V2-Lite: heads of nope 16 + rope 8 for q and k,
 // values of 16, a latent of 32; 8 experts top-2 beside 1 shared; layer 0 dense.
 ModelConfig mla_shape(int32_t q_lora = 0) {
@@ -29,39 +31,28 @@ ModelConfig mla_shape(int32_t q_lora = 0) {
           .q_lora_rank = q_lora, .v_head_dim = 16};
 }
 
-std::string synth(const testing::TempDir& dir, int32_t q_lora = 0) {
+std::string mla_synth(const testing::TempDir& dir, int32_t q_lora = 0) {
   const std::string path = dir.file("mla" + std::to_string(q_lora) + ".gguf");
   const Status st = synth_model({.shape = mla_shape(q_lora), .dtype = DType::F32, .seed = 5, .vocab_from = ""}, path);
   EXPECT_TRUE(st.ok()) << st.error().message;
   return path;
 }
 
-std::vector<int32_t> prompt() {
+std::vector<int32_t> mla_prompt() {
   std::vector<int32_t> p;
   for (int i = 0; i < 70; ++i) p.push_back((i * 37 + 11) % 300);  // more than one KV block
   return p;
 }
 
 // Logits of every position: the prompt in one batch, or a token at a time.
-std::vector<float> run(Model& m, bool one_batch, KvType kv_type = KvType::F32) {
-  return testing::prompt_logits(m, prompt(), one_batch, kv_type);
+std::vector<float> mla_run(Model& m, bool one_batch, KvType kv_type = KvType::F32) {
+  return testing::prompt_logits(m, mla_prompt(), one_batch, kv_type);
 }
 
-// Largest |a - b| relative to the largest |a|.
-float relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float diff = 0.0f, scale = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(a[i]));
-  }
-  EXPECT_GT(scale, 0.1f);
-  return diff / scale;
-}
 
 TEST(Mla, CachesOnlyTheLatent) {
   testing::TempDir dir;
-  auto m = Model::load(synth(dir));
+  auto m = Model::load(mla_synth(dir));
   ASSERT_TRUE(m.ok()) << m.error().message;
   const ModelConfig& c = (*m)->config();
   EXPECT_EQ(c.kv_lora_rank, 32);
@@ -76,7 +67,7 @@ TEST(Mla, CachesOnlyTheLatent) {
   // 40 floats per layer, against 4 heads x (24 + 16) for full K and V.
   EXPECT_EQ(KvCache::bytes_per_token(s, KvType::F32), 3u * 40u * 4u);
   // Layer 0 dense, layers 1-2 routed: 70 tokens x top-2 each.
-  run(**m, true);
+  mla_run(**m, true);
   const std::vector<uint64_t> counts = (*m)->expert_token_counts();
   ASSERT_EQ(counts.size(), 3u * 8u);
   uint64_t dense = 0, routed = 0;
@@ -94,11 +85,11 @@ class MlaPaths : public ::testing::TestWithParam<std::tuple<int32_t, KvType>> {}
 TEST_P(MlaPaths, AbsorbedEqualsNaive) {
   const auto [q_lora, kv_type] = GetParam();
   testing::TempDir dir;
-  auto m = Model::load(synth(dir, q_lora));
+  auto m = Model::load(mla_synth(dir, q_lora));
   ASSERT_TRUE(m.ok()) << m.error().message;
-  const std::vector<float> absorbed = run(**m, true, kv_type), absorbed_steps = run(**m, false, kv_type);
+  const std::vector<float> absorbed = mla_run(**m, true, kv_type), absorbed_steps = mla_run(**m, false, kv_type);
   (*m)->set_mla_naive(true);
-  const std::vector<float> naive = run(**m, true, kv_type), naive_steps = run(**m, false, kv_type);
+  const std::vector<float> naive = mla_run(**m, true, kv_type), naive_steps = mla_run(**m, false, kv_type);
   // The f16 row kernels sum a key's products in their own order: a little
   // more rounding than f32's and q8's.
   const float tol = kv_type == KvType::F16 ? 5e-5f : 1e-5f;
@@ -129,10 +120,10 @@ TEST(Mla, DeepSeekV2LiteShape) {
 // position alone, then equal those computed at the new positions.
 TEST(Mla, ShiftedLatentsEqualLatentsComputedAtTheNewPositions) {
   testing::TempDir dir;
-  auto m = Model::load(synth(dir));
+  auto m = Model::load(mla_synth(dir));
   ASSERT_TRUE(m.ok()) << m.error().message;
   ThreadPool pool(2);
-  const std::vector<int32_t> p = prompt();
+  const std::vector<int32_t> p = mla_prompt();
   const auto n = static_cast<int32_t>(p.size());
   constexpr int32_t kDelta = 5;
   KvCache a((*m)->kv_shape(), blocks_for_tokens(n + kDelta)), b((*m)->kv_shape(), blocks_for_tokens(n + kDelta));
@@ -168,9 +159,9 @@ TEST(Mla, ShiftedLatentsEqualLatentsComputedAtTheNewPositions) {
 // what they generate without the prefix cache, at f32 and at a q8 latent.
 TEST(Mla, PrefixCacheServesLatentBlocks) {
   testing::TempDir dir;
-  auto m = Model::load(synth(dir));
+  auto m = Model::load(mla_synth(dir));
   ASSERT_TRUE(m.ok()) << m.error().message;
-  std::vector<int32_t> shared = prompt();
+  std::vector<int32_t> shared = mla_prompt();
   shared.resize(40);
   const std::vector<std::vector<int32_t>> tails = {{5, 6, 7}, {9, 10}, {200, 3, 4, 5}};
   for (KvType t : {KvType::F32, KvType::Q8}) {
@@ -225,34 +216,34 @@ std::string rewrite(const testing::TempDir& dir, const std::string& path,
   return out;
 }
 
-std::string load_error(const std::vector<std::pair<std::string, GgufValue>>& set, const std::string& drop = "") {
+std::string mla_load_error(const std::vector<std::pair<std::string, GgufValue>>& set, const std::string& drop = "") {
   testing::TempDir dir;
-  auto m = Model::load(rewrite(dir, synth(dir), set, drop));
+  auto m = Model::load(rewrite(dir, mla_synth(dir), set, drop));
   return m.ok() ? "(loaded)" : m.error().message;
 }
 
 TEST(MlaLoad, MissingTensorIsNamed) {
-  const std::string e = load_error({}, "blk.1.attn_kv_b.weight");
+  const std::string e = mla_load_error({}, "blk.1.attn_kv_b.weight");
   EXPECT_NE(e.find("missing tensor blk.1.attn_kv_b.weight"), std::string::npos) << e;
-  const std::string e2 = load_error({}, "blk.2.attn_kv_a_norm.weight");
+  const std::string e2 = mla_load_error({}, "blk.2.attn_kv_a_norm.weight");
   EXPECT_NE(e2.find("missing tensor blk.2.attn_kv_a_norm.weight"), std::string::npos) << e2;
 }
 
 TEST(MlaLoad, KvLoraRankThatDisagreesIsNamed) {
-  const std::string e = load_error({{"deepseek2.attention.kv_lora_rank", GgufValue::of_u32(48)}});
+  const std::string e = mla_load_error({{"deepseek2.attention.kv_lora_rank", GgufValue::of_u32(48)}});
   EXPECT_NE(e.find("tensor blk.0.attn_kv_a_mqa.weight has shape [64, 40], expected [64, 56]"), std::string::npos) << e;
 }
 
 TEST(MlaLoad, KeyLengthThatDisagreesIsNamed) {
-  const std::string e = load_error({{"deepseek2.attention.key_length", GgufValue::of_u32(32)}});
+  const std::string e = mla_load_error({{"deepseek2.attention.key_length", GgufValue::of_u32(32)}});
   EXPECT_NE(e.find("tensor blk.0.attn_q.weight has shape [64, 96], expected [64, 128]"), std::string::npos) << e;
-  const std::string e2 = load_error({{"deepseek2.attention.value_length", GgufValue::of_u32(8)}});
+  const std::string e2 = mla_load_error({{"deepseek2.attention.value_length", GgufValue::of_u32(8)}});
   EXPECT_NE(e2.find("tensor blk.0.attn_kv_b.weight has shape [32, 128], expected [32, 96]"), std::string::npos) << e2;
 }
 
 TEST(MlaLoad, MissingKvLoraRank) {
   testing::TempDir dir;
-  auto src = GgufFile::open(synth(dir));
+  auto src = GgufFile::open(mla_synth(dir));
   ASSERT_TRUE(src.ok());
   GgufWriter w;
   for (const std::string& k : src->keys())
@@ -275,15 +266,15 @@ TEST(MlaLoad, YarnLoadsAndItsBadKeysAreNamed) {
   const std::pair<std::string, GgufValue> orig{"deepseek2.rope.scaling.original_context_length", GgufValue::of_u32(4096)};
   const std::pair<std::string, GgufValue> log_mul{"deepseek2.rope.scaling.yarn_log_multiplier",
                                                   GgufValue::of_f32(0.0707f)};
-  EXPECT_NE(load_error({type}).find("rope.scaling.factor"), std::string::npos) << load_error({type});
-  EXPECT_NE(load_error({type, factor}).find("original_context_length"), std::string::npos);
-  const std::string betas = load_error({type, factor, orig,
+  EXPECT_NE(mla_load_error({type}).find("rope.scaling.factor"), std::string::npos) << mla_load_error({type});
+  EXPECT_NE(mla_load_error({type, factor}).find("original_context_length"), std::string::npos);
+  const std::string betas = mla_load_error({type, factor, orig,
                                         {"deepseek2.rope.scaling.yarn_beta_fast", GgufValue::of_f32(1.0f)},
                                         {"deepseek2.rope.scaling.yarn_beta_slow", GgufValue::of_f32(32.0f)}});
   EXPECT_NE(betas.find("beta_fast > beta_slow"), std::string::npos) << betas;
 
   testing::TempDir dir;
-  const std::string plain_path = synth(dir);
+  const std::string plain_path = mla_synth(dir);
   auto plain = Model::load(plain_path);
   auto yarn = Model::load(rewrite(dir, plain_path, {type, factor, orig, log_mul}));
   ASSERT_TRUE(plain.ok() && yarn.ok()) << (yarn.ok() ? "" : yarn.error().message);

@@ -19,6 +19,8 @@
 namespace duet {
 namespace {
 
+using testing::relative_diff;
+
 TEST(RouteTokens, TopKOfTheSoftmaxGroupedByExpert) {
   // Row 0 prefers experts 2 then 0; row 1 prefers 1 then 2.
   const std::vector<float> logits = {1.0f, -1.0f, 2.0f, 0.0f,  //
@@ -54,7 +56,7 @@ ModelConfig moe_shape(const std::string& arch) {
           .head_dim = 16, .ffn_dim = 96, .ctx_len = 128, .n_experts = 8, .n_experts_used = 2, .expert_ffn_dim = 256};
 }
 
-std::string synth(const testing::TempDir& dir, const std::string& arch, DType quant = DType::F32) {
+std::string moe_synth(const testing::TempDir& dir, const std::string& arch, DType quant = DType::F32) {
   const std::string f32 = dir.file(arch + ".gguf");
   EXPECT_TRUE(synth_model({.shape = moe_shape(arch), .dtype = DType::F32, .seed = 9, .vocab_from = ""}, f32).ok());
   if (quant == DType::F32) return f32;
@@ -101,27 +103,16 @@ std::string rewrite(const testing::TempDir& dir, const std::string& path, const 
   return out;
 }
 
-std::vector<float> run(Model& m, const std::vector<int32_t>& prompt, bool one_batch) {
+std::vector<float> moe_run(Model& m, const std::vector<int32_t>& prompt, bool one_batch) {
   return testing::prompt_logits(m, prompt, one_batch);
 }
 
-std::vector<int32_t> prompt() {
+std::vector<int32_t> moe_prompt() {
   std::vector<int32_t> p;
   for (int i = 0; i < 40; ++i) p.push_back((i * 37 + 11) % 300);
   return p;
 }
 
-// Largest |a - b| relative to the largest |a|.
-float relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float diff = 0.0f, scale = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(std::isfinite(a[i]));
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(a[i]));
-  }
-  EXPECT_GT(scale, 0.1f);
-  return diff / scale;
-}
 
 // Every quant type duet has serves expert tensors: the packed ones through
 // the grouped matmul, the rest through one matmul per expert.
@@ -130,10 +121,10 @@ class MoeGrouped : public ::testing::TestWithParam<std::tuple<const char*, DType
 TEST_P(MoeGrouped, PrefillEqualsDecode) {
   const auto [arch, type] = GetParam();
   testing::TempDir dir;
-  auto m = Model::load(synth(dir, arch, type));
+  auto m = Model::load(moe_synth(dir, arch, type));
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ((*m)->config().n_experts, 8);
-  const std::vector<float> batched = run(**m, prompt(), true), stepped = run(**m, prompt(), false);
+  const std::vector<float> batched = moe_run(**m, moe_prompt(), true), stepped = moe_run(**m, moe_prompt(), false);
   // Prefill attends by rows and decode by parts, which round differently in
   // the last bit; with int8 activations such a bit can flip one rounding of
   // the next matmul's input, a jump of a few 1e-3 (qwen3moe IQ4_XS: 4.3e-3).
@@ -145,7 +136,7 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
     // expert would stand out. That rounding can flip a close routing choice
     // at a few positions (a jump, not drift), so most positions, not all,
     // must agree.
-    auto q = GgufFile::open(synth(dir, arch, type));
+    auto q = GgufFile::open(moe_synth(dir, arch, type));
     ASSERT_TRUE(q.ok());
     ThreadPool pool(2);
     QuantizeOptions o;
@@ -153,16 +144,16 @@ TEST_P(MoeGrouped, PrefillEqualsDecode) {
     ASSERT_TRUE(quantize_gguf(*q, dir.file("dequantized.gguf"), o, pool, {}).ok());
     auto f32 = Model::load(dir.file("dequantized.gguf"));
     ASSERT_TRUE(f32.ok());
-    const std::vector<float> want = run(**f32, prompt(), true);
-    const size_t vocab = want.size() / prompt().size();
+    const std::vector<float> want = moe_run(**f32, moe_prompt(), true);
+    const size_t vocab = want.size() / moe_prompt().size();
     int close = 0;
-    for (size_t p = 0; p < prompt().size(); ++p) {
+    for (size_t p = 0; p < moe_prompt().size(); ++p) {
       const std::vector<float> a(want.begin() + p * vocab, want.begin() + (p + 1) * vocab);
       const std::vector<float> b(batched.begin() + p * vocab, batched.begin() + (p + 1) * vocab);
       close += relative_diff(a, b) < 0.02f;
     }
     std::printf("%s %s: %d of %zu positions within 2%% of its dequantized weights' logits\n", arch,
-                std::string(dtype_name(type)).c_str(), close, prompt().size());
+                std::string(dtype_name(type)).c_str(), close, moe_prompt().size());
     EXPECT_GE(close, 34);
   }
   // 3 layers x 40 tokens x top-2, twice; spread over more than the top two.
@@ -185,27 +176,27 @@ INSTANTIATE_TEST_SUITE_P(Olmoe, MoeGrouped,
 // (at weight 1/2 each) and the other six none.
 TEST(MoeGrouped, TwoExpertsTakeEveryTokenTheRestNone) {
   testing::TempDir dir;
-  const std::string path = rewrite(dir, synth(dir, "qwen3moe"), {.edit = [](const TensorView& t, std::vector<uint8_t>& b) {
+  const std::string path = rewrite(dir, moe_synth(dir, "qwen3moe"), {.edit = [](const TensorView& t, std::vector<uint8_t>& b) {
                                      if (t.name.find("ffn_gate_inp") != std::string::npos) std::fill(b.begin(), b.end(), 0);
                                    }});
   auto m = Model::load(path);
   ASSERT_TRUE(m.ok()) << m.error().message;
-  const std::vector<float> batched = run(**m, prompt(), true), stepped = run(**m, prompt(), false);
+  const std::vector<float> batched = moe_run(**m, moe_prompt(), true), stepped = moe_run(**m, moe_prompt(), false);
   EXPECT_LT(relative_diff(batched, stepped), 1e-4f);
   const std::vector<uint64_t> counts = (*m)->expert_token_counts();
   for (size_t l = 0; l < 3; ++l)
     for (size_t e = 0; e < 8; ++e) EXPECT_EQ(counts[l * 8 + e], e < 2 ? 80u : 0u) << "layer " << l << " expert " << e;
 }
 
-std::string load_error(const Rewrite& r, const std::string& arch = "qwen3moe") {
+std::string moe_load_error(const Rewrite& r, const std::string& arch = "qwen3moe") {
   testing::TempDir dir;
-  auto m = Model::load(rewrite(dir, synth(dir, arch), r));
+  auto m = Model::load(rewrite(dir, moe_synth(dir, arch), r));
   return m.ok() ? "(loaded)" : m.error().message;
 }
 
 TEST(MoeFlops, OnlyTheActiveExpertsAndTheHeadApart) {
   const testing::TempDir dir;
-  auto m = Model::load(synth(dir, "qwen3moe"));
+  auto m = Model::load(moe_synth(dir, "qwen3moe"));
   ASSERT_TRUE(m.ok()) << m.error().message;
   // Per layer: q and o (256 x 64 each), k and v (256 x 32 each), the router
   // (256 x 8) and 2 of 8 experts' three 256 x 256 matrices; 2 FLOPs each.
@@ -215,34 +206,34 @@ TEST(MoeFlops, OnlyTheActiveExpertsAndTheHeadApart) {
 }
 
 TEST(MoeLoad, MoreExpertsUsedThanThereAre) {
-  const std::string e = load_error({.set = {{"qwen3moe.expert_used_count", GgufValue::of_u32(9)}}});
+  const std::string e = moe_load_error({.set = {{"qwen3moe.expert_used_count", GgufValue::of_u32(9)}}});
   EXPECT_NE(e.find("expert_used_count 9 must be between 1 and the 8 experts"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, MissingExpertTensorIsNamed) {
-  const std::string e = load_error({.drop = {"blk.1.ffn_up_exps.weight"}});
+  const std::string e = moe_load_error({.drop = {"blk.1.ffn_up_exps.weight"}});
   EXPECT_NE(e.find("missing tensor blk.1.ffn_up_exps.weight"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, ExpertShapeThatDisagreesIsNamed) {
-  const std::string e = load_error({.set = {{"qwen3moe.expert_feed_forward_length", GgufValue::of_u32(48)}}});
+  const std::string e = moe_load_error({.set = {{"qwen3moe.expert_feed_forward_length", GgufValue::of_u32(48)}}});
   EXPECT_NE(e.find("blk.0.ffn_gate_exps.weight has shape [256, 256, 8], expected [256, 48, 8]"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, RouterWithoutExpertCount) {
-  const std::string e = load_error({.set = {{"llama.expert_count", GgufValue::of_u32(0)}}}, "llama");
+  const std::string e = moe_load_error({.set = {{"llama.expert_count", GgufValue::of_u32(0)}}}, "llama");
   EXPECT_NE(e.find("has a router (blk.0.ffn_gate_inp.weight) but the file sets no expert_count"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, OlmoeNormOfOneHeadIsNamed) {
   // OLMoE's q norm spans the 4 heads of 16: a Qwen3-style per-head one is refused.
-  const std::string e = load_error({.shorten = {{"blk.0.attn_q_norm.weight", 16}}}, "olmoe");
+  const std::string e = moe_load_error({.shorten = {{"blk.0.attn_q_norm.weight", 16}}}, "olmoe");
   EXPECT_NE(e.find("blk.0.attn_q_norm.weight"), std::string::npos) << e;
   EXPECT_NE(e.find("64"), std::string::npos) << e;
 }
 
 TEST(MoeLoad, Qwen3MoeWithoutExperts) {
-  const std::string e = load_error({.set = {{"qwen3moe.expert_count", GgufValue::of_u32(0)}}});
+  const std::string e = moe_load_error({.set = {{"qwen3moe.expert_count", GgufValue::of_u32(0)}}});
   EXPECT_NE(e.find("qwen3moe.expert_count is missing"), std::string::npos) << e;
 }
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "model/model.h"
@@ -28,6 +30,18 @@ inline std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& pr
     EXPECT_TRUE(st.ok()) << st.error().message;
   }
   return logits;
+}
+
+// Largest |a - b| relative to the largest |a| (both finite, a not all near 0).
+inline float relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float diff = 0.0f, scale = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
+    diff = std::max(diff, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(a[i]));
+  }
+  EXPECT_GT(scale, 0.1f);
+  return diff / scale;
 }
 
 }  // namespace duet::testing

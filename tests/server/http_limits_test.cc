@@ -11,14 +11,6 @@
 namespace duet::testing {
 namespace {
 
-bool healthy(const TestServer& s) {
-  auto c = s.client();
-  auto r = c.Get("/health");
-  return r && r->status == 200;
-}
-
-std::string status_line(const std::string& reply) { return reply.substr(0, reply.find("\r\n")); }
-
 TEST(HttpLimits, AnOversizedHeadIs431) {
   HarnessOptions o;
   o.server.http.max_header_bytes = 1024;

@@ -15,8 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string status_line(const std::string& reply) { return reply.substr(0, reply.find("\r\n")); }
-
 TEST(HttpProtocol, AChunkedRequestBodyIsServed) {
   TestServer s;
   ASSERT_TRUE(s.ok());

@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-bool healthy(const TestServer& s) {
-  auto c = s.client();
-  auto r = c.Get("/health");
-  return r && r->status == 200;
-}
-
 std::string complete(const TestServer& s, const json& body) {
   auto c = s.client();
   auto r = c.Post("/v1/completions", body.dump(), "application/json");

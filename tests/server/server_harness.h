@@ -208,6 +208,16 @@ std::string wait_for_metrics(const TestServer& s, Pred done, int seconds = 20) {
   return text;
 }
 
+// GET /health answers 200.
+inline bool healthy(const TestServer& s) {
+  auto c = s.client();
+  auto r = c.Get("/health");
+  return r && r->status == 200;
+}
+
+// The first line of a raw HTTP reply.
+inline std::string status_line(const std::string& reply) { return reply.substr(0, reply.find("\r\n")); }
+
 inline nlohmann::json completion_body(const std::string& prompt, int max_tokens) {
   return {{"model", "stories260K"}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
 }

@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/byte_unicode.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace duet {
 namespace {
@@ -24,27 +25,11 @@ std::string vocab_path(const std::string& name) {
   return testing::shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-" + name + ".gguf");
 }
 
-std::unique_ptr<Tokenizer> load(const std::string& path) {
-  Result<GgufFile> file = GgufFile::open(path);
-  EXPECT_TRUE(file.ok()) << (file.ok() ? "" : file.error().message);
-  if (!file.ok()) return nullptr;
-  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*file);
-  EXPECT_TRUE(tok.ok()) << (tok.ok() ? "" : tok.error().message);
-  return tok.ok() ? std::move(tok).value() : nullptr;
-}
-
-std::string show(const Ids& ids) {
-  std::string s;
-  for (int32_t id : ids) {
-    s += ' ';
-    s += std::to_string(id);
-  }
-  return s;
-}
+using testing::show;
 
 // tiktoken's r50k_base is GPT-2's vocabulary; specials stay plain text.
 TEST(BpeVocab, Gpt2MatchesTiktokenPlans) {
-  const auto tok = load(vocab_path("gpt-2"));
+  const auto tok = testing::load_tokenizer(vocab_path("gpt-2"));
   ASSERT_TRUE(tok);
   const std::string plans = read_file(testing::shared_path("tokenizers/gpt2/TestPlans.txt"));
   const std::string head = "EncodingName: r50k_base\nSample: ";
@@ -72,7 +57,7 @@ TEST(BpeVocab, Gpt2MatchesTiktokenPlans) {
 // the Llama 3.0 vocab here lacks, so rows writing specials in the text are
 // left out (PROVENANCE.md); BOS/EOS rows are checked.
 TEST(BpeVocab, Llama3MatchesLlama3TokenizerJs) {
-  const auto tok = load(vocab_path("llama-bpe"));
+  const auto tok = testing::load_tokenizer(vocab_path("llama-bpe"));
   ASSERT_TRUE(tok);
   const auto tests = nlohmann::json::parse(
       read_file(testing::shared_path("tokenizers/llama3/llama3-tokenizer-js_tests.json")));
@@ -92,9 +77,9 @@ TEST(BpeVocab, Llama3MatchesLlama3TokenizerJs) {
 }
 
 TEST(BpeVocab, FileMetadata) {
-  const auto gpt2 = load(vocab_path("gpt-2"));
-  const auto llama3 = load(vocab_path("llama-bpe"));
-  const auto qwen2 = load(vocab_path("qwen2"));
+  const auto gpt2 = testing::load_tokenizer(vocab_path("gpt-2"));
+  const auto llama3 = testing::load_tokenizer(vocab_path("llama-bpe"));
+  const auto qwen2 = testing::load_tokenizer(vocab_path("qwen2"));
   ASSERT_TRUE(gpt2 && llama3 && qwen2);
   // None of these files sets add_bos_token, so the pre-tokenizer decides, as
   // in llama.cpp: Llama 3 adds BOS, GPT-2 and Qwen2 do not.
@@ -102,7 +87,7 @@ TEST(BpeVocab, FileMetadata) {
   EXPECT_TRUE(llama3->add_bos_default());
   EXPECT_FALSE(qwen2->add_bos_default());
   // DeepSeek's files say add_bos_token = true.
-  const auto deepseek = load(vocab_path("deepseek-llm"));
+  const auto deepseek = testing::load_tokenizer(vocab_path("deepseek-llm"));
   ASSERT_TRUE(deepseek);
   EXPECT_TRUE(deepseek->add_bos_default());
   EXPECT_EQ(deepseek->encode("Hi", deepseek->add_bos_default()).front(), 100000);
@@ -119,7 +104,7 @@ TEST(BpeVocab, FileMetadata) {
 }
 
 TEST(BpeVocab, SpecialTokensOnlyWhenAsked) {
-  const auto tok = load(vocab_path("llama-bpe"));
+  const auto tok = testing::load_tokenizer(vocab_path("llama-bpe"));
   ASSERT_TRUE(tok);
   const std::string text = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
   const Ids special = tok->encode(text, false, true);
@@ -131,7 +116,7 @@ TEST(BpeVocab, SpecialTokensOnlyWhenAsked) {
   EXPECT_EQ(tok->decode(special), "user\n\nHi");
   EXPECT_EQ(tok->decode(plain), text);
 
-  const auto qwen = load(vocab_path("qwen2"));
+  const auto qwen = testing::load_tokenizer(vocab_path("qwen2"));
   ASSERT_TRUE(qwen);
   EXPECT_EQ(show(qwen->encode("<|im_start|>user\nhi<|im_end|>", false, true)),
             show(Ids{151644, 872, 198, 6023, 151645}));
@@ -152,7 +137,7 @@ int32_t id_of(const Tokenizer& tok, const std::string& text) {
 // pre-tokenizer and BPE see it, with or without parse_special, as llama.cpp
 // does: MPT's runs of spaces, DeepSeek Coder's chat markers.
 TEST(BpeVocab, UserDefinedTokensAreMatchedBeforeBpe) {
-  const auto mpt = load(vocab_path("mpt"));
+  const auto mpt = testing::load_tokenizer(vocab_path("mpt"));
   ASSERT_TRUE(mpt);
   const int32_t spaces24 = id_of(*mpt, std::string(24, ' ')), spaces6 = id_of(*mpt, std::string(6, ' '));
   ASSERT_GE(spaces24, 0);
@@ -166,7 +151,7 @@ TEST(BpeVocab, UserDefinedTokensAreMatchedBeforeBpe) {
   }
   EXPECT_EQ(mpt->decode(mpt->encode(text, false)), text);
 
-  const auto coder = load(vocab_path("deepseek-coder"));
+  const auto coder = testing::load_tokenizer(vocab_path("deepseek-coder"));
   ASSERT_TRUE(coder);
   const int32_t user = id_of(*coder, "<|User|>");
   ASSERT_GE(user, 0);
@@ -178,7 +163,7 @@ TEST(BpeVocab, UserDefinedTokensAreMatchedBeforeBpe) {
 }
 
 TEST(BpeVocab, DecodePieceGivesRawBytes) {
-  const auto tok = load(vocab_path("gpt-2"));
+  const auto tok = testing::load_tokenizer(vocab_path("gpt-2"));
   ASSERT_TRUE(tok);
   EXPECT_EQ(tok->token_text(220), "\xC4\xA0");  // "Ġ"
   EXPECT_EQ(tok->decode_piece(220), " ");
@@ -193,7 +178,7 @@ TEST(BpeVocab, DecodePieceGivesRawBytes) {
 }
 
 TEST(BpeVocab, InvalidUtf8BecomesReplacementCharacters) {
-  const auto tok = load(vocab_path("gpt-2"));
+  const auto tok = testing::load_tokenizer(vocab_path("gpt-2"));
   ASSERT_TRUE(tok);
   // A lone continuation byte, and a truncated 3-byte sequence (one maximal
   // subpart): each is one U+FFFD.
@@ -207,7 +192,7 @@ TEST(BpeVocab, InvalidUtf8BecomesReplacementCharacters) {
 TEST(BpeVocab, RandomBytesRoundTrip) {
   std::mt19937 rng(5);
   for (const char* name : {"gpt-2", "llama-bpe", "qwen2"}) {
-    const auto tok = load(vocab_path(name));
+    const auto tok = testing::load_tokenizer(vocab_path(name));
     ASSERT_TRUE(tok);
     for (int n = 0; n < 300; ++n) {
       std::string s(rng() % 48, ' ');

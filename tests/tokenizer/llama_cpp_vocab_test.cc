@@ -16,6 +16,7 @@
 #include "test_util.h"
 #include "tokenizer/llama_cpp_vectors.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace duet {
 namespace {
@@ -32,11 +33,7 @@ std::vector<std::string> vocab_files() {
   return files;
 }
 
-std::string show(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t id : ids) s += " " + std::to_string(id);
-  return s;
-}
+using testing::show;
 
 // The number of strings of `path`'s vectors that encode exactly; each miss
 // is reported.

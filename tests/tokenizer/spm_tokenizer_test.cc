@@ -11,6 +11,7 @@
 #include "formats/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_test_util.h"
 #include "core/utf8.h"
 
 namespace duet {
@@ -20,23 +21,10 @@ using testing::read_file;
 using testing::shared_path;
 using Ids = std::vector<int32_t>;
 
-std::unique_ptr<Tokenizer> load(const std::string& path) {
-  auto f = GgufFile::open(path);
-  EXPECT_TRUE(f.ok()) << f.error().message;
-  if (!f) return nullptr;
-  auto t = Tokenizer::from_gguf(*f);
-  EXPECT_TRUE(t.ok()) << t.error().message;
-  return t ? std::move(*t) : nullptr;
-}
-
-const Tokenizer& llama() {
-  static const std::unique_ptr<Tokenizer> t =
-      load(shared_path("tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf"));
-  return *t;
-}
+using testing::llama_spm;
 
 TEST(SpmTokenizer, LoadsLlamaVocab) {
-  const Tokenizer& t = llama();
+  const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.n_vocab(), 32000);
   EXPECT_EQ(t.bos_id(), 1);
   EXPECT_EQ(t.eos_id(), 2);
@@ -58,15 +46,15 @@ TEST(SpmTokenizer, LlamaTokenizerJsCases) {
   for (const auto& c : j.at("encode")) {
     const std::string text = c.at("text");
     const Ids want = c.at("ids");
-    EXPECT_EQ(llama().encode(text, true), want) << text;
-    EXPECT_EQ(llama().decode(want), text);
+    EXPECT_EQ(llama_spm().encode(text, true), want) << text;
+    EXPECT_EQ(llama_spm().decode(want), text);
     ++n_encode;
   }
   for (const auto& c : j.at("decode")) {
     const Ids ids = c.at("ids");
     const bool bos_is_special = c.at("add_bos_token");
-    if (!ids.empty() && ids[0] == llama().bos_id() && !bos_is_special) continue;
-    StreamDetokenizer d(llama(), /*first_is_start=*/c.at("add_preceding_space"));
+    if (!ids.empty() && ids[0] == llama_spm().bos_id() && !bos_is_special) continue;
+    StreamDetokenizer d(llama_spm(), /*first_is_start=*/c.at("add_preceding_space"));
     std::string got;
     for (int32_t id : ids) got += d.push(id);
     got += d.flush();
@@ -78,18 +66,18 @@ TEST(SpmTokenizer, LlamaTokenizerJsCases) {
 }
 
 TEST(SpmTokenizer, EmptyText) {
-  EXPECT_EQ(llama().encode("", false), Ids{});
-  EXPECT_EQ(llama().encode("", true), Ids{1});
-  EXPECT_EQ(llama().decode({}), "");
-  EXPECT_EQ(llama().decode({1}), "");
+  EXPECT_EQ(llama_spm().encode("", false), Ids{});
+  EXPECT_EQ(llama_spm().encode("", true), Ids{1});
+  EXPECT_EQ(llama_spm().decode({}), "");
+  EXPECT_EQ(llama_spm().decode({1}), "");
 }
 
 TEST(SpmTokenizer, RoundTrips) {
   for (const std::string& s : std::vector<std::string>{"Hello world", " leading space", "trailing  ", "  two", "\n\nnew\nlines\n", "\ttab", "你好，世界",
         "日本語のテキスト", "🦙 llamas 🐪", "👨‍👩‍👧‍👦", "Crème brûlée", "e\u0301", "<s> not special </s>",
         "def f(x):\n    return x\n", "\xEF\xBF\xBD", std::string(300, ' '), std::string("nul\0in", 6)}) {
-    EXPECT_EQ(llama().decode(llama().encode(s, true)), s) << s;
-    EXPECT_EQ(llama().decode(llama().encode(s, false)), s) << s;
+    EXPECT_EQ(llama_spm().decode(llama_spm().encode(s, true)), s) << s;
+    EXPECT_EQ(llama_spm().decode(llama_spm().encode(s, false)), s) << s;
   }
 }
 
@@ -105,11 +93,11 @@ TEST(SpmTokenizer, RandomBytesRoundTripAfterSanitizing) {
       if (rng() % 4 == 0) s += static_cast<char>(rng() % 256);
       else s += alphabet[rng() % alphabet.size()];
     }
-    const Ids ids = llama().encode(s, trial % 2 == 0);
-    for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < llama().n_vocab());
+    const Ids ids = llama_spm().encode(s, trial % 2 == 0);
+    for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < llama_spm().n_vocab());
     std::string want = utf8::sanitize(s);
     for (size_t p; (p = want.find("\xE2\x96\x81")) != std::string::npos;) want.replace(p, 3, " ");
-    EXPECT_EQ(llama().decode(ids), want) << "trial " << trial;
+    EXPECT_EQ(llama_spm().decode(ids), want) << "trial " << trial;
   }
 }
 
@@ -117,36 +105,36 @@ TEST(SpmTokenizer, RandomBytesRoundTripAfterSanitizing) {
 // with the Llama 2 tokenizer.model.
 TEST(SpmTokenizer, InvalidUtf8BecomesReplacementCharacters) {
   // Each byte that starts no valid character is one U+FFFD (id 30140 '�').
-  EXPECT_EQ(llama().encode("a\xFF" "b", false), (Ids{263, 30140, 29890}));
-  EXPECT_EQ(llama().encode("\xE4\xB8", false), (Ids{29871, 26308}));              // '▁', '��'
-  EXPECT_EQ(llama().encode("\xED\xA0\x80", false), (Ids{29871, 26308, 30140}));  // surrogate
-  EXPECT_EQ(llama().encode("\xC0\x80", false), (Ids{29871, 26308}));             // overlong
-  EXPECT_EQ(llama().encode("\xF4\x90\x80\x80", false), (Ids{29871, 26308, 26308}));
+  EXPECT_EQ(llama_spm().encode("a\xFF" "b", false), (Ids{263, 30140, 29890}));
+  EXPECT_EQ(llama_spm().encode("\xE4\xB8", false), (Ids{29871, 26308}));              // '▁', '��'
+  EXPECT_EQ(llama_spm().encode("\xED\xA0\x80", false), (Ids{29871, 26308, 30140}));  // surrogate
+  EXPECT_EQ(llama_spm().encode("\xC0\x80", false), (Ids{29871, 26308}));             // overlong
+  EXPECT_EQ(llama_spm().encode("\xF4\x90\x80\x80", false), (Ids{29871, 26308, 26308}));
 }
 
 TEST(SpmTokenizer, DecodeLikeSentencePiece) {
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(llama().decode({1, 15043}), "Hello");
-  EXPECT_EQ(llama().decode({15043, 29871, 259}), "Hello   ");
-  EXPECT_EQ(llama().decode({259, 15043}), "  Hello");
-  EXPECT_EQ(llama().decode({13, 15043}), "\n Hello");       // a byte token ends the start
-  EXPECT_EQ(llama().decode({29871, 15043}), " Hello");      // only the first piece loses its space
-  EXPECT_EQ(llama().decode({1, 2, 15043}), "Hello");        // control tokens don't count
-  EXPECT_EQ(llama().decode({0, 15043}), " \xE2\x81\x87  Hello");  // <unk> is " ⁇ "
-  EXPECT_EQ(llama().decode({243, 162}), fffd + fffd);     // truncated 4-byte character
-  EXPECT_EQ(llama().decode({243, 162, 15043}), fffd + fffd + " Hello");
-  EXPECT_EQ(llama().decode({231, 187, 100}), fffd + fffd + "a");
-  EXPECT_EQ(llama().decode({-1, 32000, 15043}), "Hello");  // ids outside the vocab are dropped
+  EXPECT_EQ(llama_spm().decode({1, 15043}), "Hello");
+  EXPECT_EQ(llama_spm().decode({15043, 29871, 259}), "Hello   ");
+  EXPECT_EQ(llama_spm().decode({259, 15043}), "  Hello");
+  EXPECT_EQ(llama_spm().decode({13, 15043}), "\n Hello");       // a byte token ends the start
+  EXPECT_EQ(llama_spm().decode({29871, 15043}), " Hello");      // only the first piece loses its space
+  EXPECT_EQ(llama_spm().decode({1, 2, 15043}), "Hello");        // control tokens don't count
+  EXPECT_EQ(llama_spm().decode({0, 15043}), " \xE2\x81\x87  Hello");  // <unk> is " ⁇ "
+  EXPECT_EQ(llama_spm().decode({243, 162}), fffd + fffd);     // truncated 4-byte character
+  EXPECT_EQ(llama_spm().decode({243, 162, 15043}), fffd + fffd + " Hello");
+  EXPECT_EQ(llama_spm().decode({231, 187, 100}), fffd + fffd + "a");
+  EXPECT_EQ(llama_spm().decode({-1, 32000, 15043}), "Hello");  // ids outside the vocab are dropped
 }
 
 TEST(SpmTokenizer, ParseSpecial) {
   // Without parse_special "<s>" is plain text.
-  EXPECT_EQ(llama().encode("<s>hello</s>", false), (Ids{529, 29879, 29958, 12199, 829, 29879, 29958}));
+  EXPECT_EQ(llama_spm().encode("<s>hello</s>", false), (Ids{529, 29879, 29958, 12199, 829, 29879, 29958}));
   // With it, control texts become their ids, and the text after one gets the
   // dummy prefix again (llama.cpp).
-  EXPECT_EQ(llama().encode("<s>hello</s>", false, true), (Ids{1, 22172, 2}));
-  EXPECT_EQ(llama().encode("hello</s>hello", true, true), (Ids{1, 22172, 2, 22172}));
-  EXPECT_EQ(llama().encode("</s>", false, true), (Ids{2}));
+  EXPECT_EQ(llama_spm().encode("<s>hello</s>", false, true), (Ids{1, 22172, 2}));
+  EXPECT_EQ(llama_spm().encode("hello</s>hello", true, true), (Ids{1, 22172, 2, 22172}));
+  EXPECT_EQ(llama_spm().encode("</s>", false, true), (Ids{2}));
 }
 
 // ---- Hand-made vocabularies -------------------------------------------------
@@ -184,7 +172,7 @@ std::unique_ptr<Tokenizer> vocab(const testing::TempDir& dir, const std::vector<
   const std::string path = dir.file("vocab.gguf");
   const Status s = w.write(path);
   EXPECT_TRUE(s.ok()) << s.error().message;
-  return load(path);
+  return testing::load_tokenizer(path);
 }
 
 const std::vector<Piece> kSmall = {
