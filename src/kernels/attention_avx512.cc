@@ -7,11 +7,7 @@
 // elements split even/odd (q4_group).
 #include <vector>
 
-// GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
-// which -Wall reports at every inlined use (here inside attention_simd.h's
-// templates); nothing here reads such a value.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
 
 #include "kernels/attention_simd.h"
 

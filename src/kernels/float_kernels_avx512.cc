@@ -1,9 +1,6 @@
 // The AVX-512 build of the float weight types' kernels (float_kernels_simd.h).
 
-// GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
-// which -Wall reports at every inlined use; nothing here reads such a value.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
 
 #include "kernels/float_kernels_simd.h"
 

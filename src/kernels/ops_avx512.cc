@@ -6,10 +6,7 @@
 #include "kernels/ops.h"
 #include "kernels/vec_math.h"
 
-// GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
-// which -Wall reports at every inlined use; nothing here reads such a value.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
 
 namespace duet {
 

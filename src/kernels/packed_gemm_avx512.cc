@@ -20,10 +20,7 @@
 #include "kernels/token_blocks.h"
 #include "kernels/vec.h"
 
-// GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
-// which -Wall reports at every inlined use; nothing here reads such a value.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
 
 namespace duet {
 namespace {
@@ -754,7 +751,6 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
   constexpr int kMaxToks = W::kMaxToks;
   static constexpr auto streaming = micro_fns<W, true>(std::make_integer_sequence<int, kMaxToks>());
   static constexpr auto tiled = micro_fns<W, false>(std::make_integer_sequence<int, kMaxToks>());
-  static constexpr auto next = micro_fns<W, false, true>(std::make_integer_sequence<int, kMaxToks>());  // Q4_K
   const int64_t group_bytes = W::group_bytes(k);
   if (n_tok == 1 && gemm_one<W>(k, w, n_groups, group_bytes, x, xs, y)) return;
   if (n_tok <= kMaxToks) {  // decode and small batches: one pass over the weights
@@ -773,6 +769,7 @@ void gemm(int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_
     // streamed a group from memory while computing only one tile, find it
     // in L2 (MoE FFN at 512 tokens: even tiles 0.90-0.99x the time,
     // the prefetch 0.93-0.96x, docs/performance.md).
+    static constexpr auto next = micro_fns<W, false, true>(std::make_integer_sequence<int, kMaxToks>());
     for_each_even_tile(n_tok, n_groups, tok_bytes, kTile, [&](int64_t g, int64_t t, int64_t nt, int64_t pass) {
       const auto& fns = pass == 0 ? streaming : pass == 1 ? next : tiled;
       fns[nt - 1](k, w + g * group_bytes, x + t * tok_step, xs, y + t * ys + g * kPackRows, ys);

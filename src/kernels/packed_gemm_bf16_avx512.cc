@@ -29,8 +29,8 @@
 #include "kernels/packed_gemm.h"
 #include "kernels/token_blocks.h"
 
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
+
 // The whole file runs only where the CPU has AVX512_BF16 (bf16_dot_enabled).
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512bf16"))), apply_to = function)

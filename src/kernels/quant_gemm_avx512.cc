@@ -17,10 +17,7 @@
 #include "kernels/quant_dot.h"
 #include "kernels/quant_simd.h"
 
-// GCC 12's AVX-512 headers build "undefined" vectors by self-assignment,
-// which -Wall reports at every inlined use; nothing here reads such a value.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/avx512_quiet.h"
 
 namespace duet {
 namespace {
