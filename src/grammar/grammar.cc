@@ -7,13 +7,6 @@ namespace duet {
 
 namespace {
 
-// An element before flattening: a byte set or a rule.
-struct Sym {
-  bool rule;
-  uint32_t arg;
-};
-using Alternative = std::vector<Sym>;
-
 Error grammar_error(std::string message) {
   Error e{std::move(message), "grammar"};
   return e;
@@ -24,6 +17,14 @@ Error grammar_error(std::string message) {
 // Lowers parsed rules: literals to byte runs, classes to UTF-8 byte
 // patterns, groups and repetitions to generated rules.
 class GrammarBuilder {
+  // An element before flattening: a byte set or a rule. (Members, not in
+  // the anonymous namespace: GrammarBuilder is Grammar's friend by name.)
+  struct Sym {
+    bool rule;
+    uint32_t arg;
+  };
+  using Alternative = std::vector<Sym>;
+
  public:
   explicit GrammarBuilder(const GrammarLimits& limits) : limits_(limits) {}
 
