@@ -17,18 +17,9 @@ bool is_k(DType t) { return t == DType::IQ4_XS || t == DType::Q2_K || t == DType
 
 // ---- the file's blocks as unsigned levels ----
 
-int nibble(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
-
 uint32_t le32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
          static_cast<uint32_t>(p[3]) << 24;
-}
-
-// The 32 levels of a 5-bit block (0..31).
-template <class Block>
-void levels5(const Block& b, uint8_t* u) {
-  const uint32_t bits = le32(b.qh);
-  for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(b.qs, e) | ((bits >> e) & 1) << 4);
 }
 
 template <class Block>
@@ -39,9 +30,21 @@ void put_levels5(const uint8_t* u, Block& b) {
   for (int i = 0; i < 4; ++i) b.qh[i] = static_cast<uint8_t>(bits >> (8 * i));
 }
 
-// Q2_K / Q3_K: the 2-bit field of element e, and Q3_K's third bit.
-int crumb2(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3; }
-int hbit3(const uint8_t* hmask, int e) { return (hmask[e % 32] >> (4 * (e / 128) + (e / 32) % 4)) & 1; }
+// Q2_K / Q3_K: a super-block's 256 levels in element order, from the 2-bit
+// fields (element 128h + 32s + l: bits 2s of qs[32h + l]) and, for Q3_K, the
+// third bits (bit 4h + s of hmask[l]; hmask null for Q2_K). Walked in that
+// order, the inner loop is 32 bytes with fixed shifts, which the compiler
+// vectorizes: one element at a time, with its divisions, was ~8 cycles each
+// and most of a Q3_K model's load.
+void levels_k_low(const uint8_t* qs, const uint8_t* hmask, uint8_t* u) {
+  for (int h = 0; h < 2; ++h)
+    for (int s = 0; s < 4; ++s) {
+      uint8_t* out = u + 128 * h + 32 * s;
+      for (int l = 0; l < 32; ++l) out[l] = static_cast<uint8_t>((qs[32 * h + l] >> (2 * s)) & 3);
+      if (hmask)
+        for (int l = 0; l < 32; ++l) out[l] |= static_cast<uint8_t>(((hmask[l] >> (4 * h + s)) & 1) << 2);
+    }
+}
 
 void put_crumbs2(const uint8_t* u, uint8_t* qs) {
   std::memset(qs, 0, kQKK / 4);
@@ -50,11 +53,11 @@ void put_crumbs2(const uint8_t* u, uint8_t* qs) {
 
 // ---- the packed pieces, row r of a group ----
 
-// 4 nibble lines: element e's low 4 bits.
-void put_nibbles(const uint8_t* u, int r, uint8_t* lines) {
-  for (int j = 0; j < 4; ++j)
-    for (int i = 0; i < 4; ++i)
-      lines[(j * kRows + r) * 4 + i] = static_cast<uint8_t>((u[4 * j + i] & 0xF) | (u[16 + 4 * j + i] & 0xF) << 4);
+// 4 nibble lines from a block's 16 bytes of nibbles (file order: byte j holds
+// element j low, 16 + j high), which is the lines' order too: row r's bytes
+// 4j.. go to line j as they are.
+void put_nibbles(const uint8_t* qs, int r, uint8_t* lines) {
+  for (int j = 0; j < 4; ++j) std::memcpy(lines + (j * kRows + r) * 4, qs + 4 * j, 4);
 }
 
 int get_nibble(const uint8_t* lines, int r, int e) {
@@ -63,12 +66,13 @@ int get_nibble(const uint8_t* lines, int r, int e) {
   return e < 16 ? byte & 0xF : byte >> 4;
 }
 
-// n / 4 masks of 64 bits: mask c, bit 4r + i is bit `bit` of element 4c + i.
-void put_masks(const uint8_t* u, int n, int bit, int r, uint8_t* masks) {
-  for (int e = 0; e < n; ++e) {
-    const int pos = 4 * r + e % 4;
-    if ((u[e] >> bit) & 1) masks[(e / 4) * 8 + pos / 8] |= static_cast<uint8_t>(1 << (pos % 8));
-  }
+// 8 masks of 64 bits from a 5-bit block's qh (bit e: element e's fifth
+// bit): mask c, bit 4r + i is element 4c + i's. Row r's 4 bits of a mask
+// share a byte, so they go in as one nibble (a branch per element on these
+// random bits spent most of a Q5 model's load in mispredictions).
+void put_masks(const uint8_t* qh, int r, uint8_t* masks) {
+  const uint32_t bits = le32(qh);
+  for (int c = 0; c < 8; ++c) masks[c * 8 + r / 2] |= static_cast<uint8_t>(((bits >> (4 * c)) & 0xF) << (4 * (r % 2)));
 }
 
 int get_mask(const uint8_t* masks, int r, int e) {
@@ -122,31 +126,27 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
     case DType::IQ4_NL: {
       const auto& blk = reinterpret_cast<const BlockIQ4_NL*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
-      for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(blk.qs, e));
-      return put_nibbles(u, r, out + kD);
+      return put_nibbles(blk.qs, r, out + kD);
     }
     case DType::Q5_0: {
       const auto& blk = reinterpret_cast<const BlockQ5_0*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
-      levels5(blk, u);
-      put_nibbles(u, r, out + kD);
-      return put_masks(u, kQK32, 4, r, out + kD + kNibbles);
+      put_nibbles(blk.qs, r, out + kD);
+      return put_masks(blk.qh, r, out + kD + kNibbles);
     }
     case DType::Q5_1: {
       const auto& blk = reinterpret_cast<const BlockQ5_1*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
       std::memcpy(out + kD + 2 * r, &blk.m, 2);
-      levels5(blk, u);
-      put_nibbles(u, r, out + 2 * kD);
-      return put_masks(u, kQK32, 4, r, out + 2 * kD + kNibbles);
+      put_nibbles(blk.qs, r, out + 2 * kD);
+      return put_masks(blk.qh, r, out + 2 * kD + kNibbles);
     }
     case DType::IQ4_XS: {
       const auto& blk = reinterpret_cast<const BlockIQ4_XS*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
       for (int j = 0; j < 8; ++j) {
         out[kD + j * kRows + r] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(blk, j)));
-        for (int e = 0; e < kQK32; ++e) u[e] = static_cast<uint8_t>(nibble(blk.qs + 16 * j, e));
-        put_nibbles(u, r, out + kIq4XsHead + j * kNibbles);
+        put_nibbles(blk.qs + 16 * j, r, out + kIq4XsHead + j * kNibbles);
       }
       return;
     }
@@ -154,10 +154,10 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
       const auto& blk = reinterpret_cast<const BlockQ2_K*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
       std::memcpy(out + kD + 2 * r, &blk.dmin, 2);
+      levels_k_low(blk.qs, nullptr, u);
       for (int j = 0; j < 16; ++j) {
         out[2 * kD + pair_at(j, r)] = blk.scales[j];
-        for (int e = 0; e < 16; ++e) u[e] = static_cast<uint8_t>(crumb2(blk.qs, 16 * j + e));
-        put_crumbs(u, r, out + kQ2KHead + 64 * j);
+        put_crumbs(u + 16 * j, r, out + kQ2KHead + 64 * j);
       }
       return;
     }
@@ -167,7 +167,7 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
       int8_t sc[16];
       q3_K_scales(blk.scales, sc);
       for (int j = 0; j < 16; ++j) out[kD + pair_at(j, r)] = static_cast<uint8_t>(sc[j]);
-      for (int q = 0; q < kQKK; ++q) u[q] = static_cast<uint8_t>(crumb2(blk.qs, q) | hbit3(blk.hmask, q) << 2);
+      levels_k_low(blk.qs, blk.hmask, u);
       for (int p = 0; p < 8; ++p) put_levels3(u + 32 * p, r, out + kQ3KHead + kQ3PairBytes * p);
       return;
     }
