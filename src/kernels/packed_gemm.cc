@@ -41,16 +41,25 @@ void pack_groups(const TensorView& w, uint8_t* out, bool q8, int64_t g0, int64_t
     }
 }
 
-void pack_float_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
-  const size_t elem = w.dtype == DType::F32 ? 4 : 2;
+// The 16 rows of each group interleaved by element, as elements of
+// kBytes bytes (a copy of that fixed size compiles to one load or store; a
+// std::memcpy of a size known only at run time was a call per element, most
+// of an F16 model's packing).
+template <size_t kBytes>
+void interleave_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
   const int64_t k = w.ne[0];
-  out += static_cast<size_t>(g0 * k * kPackRows) * elem;
-  for (int64_t g = g0; g < g1; ++g)
-    for (int r = 0; r < kPackRows; ++r) {
-      const uint8_t* src = w.row(g * kPackRows + r);
-      uint8_t* dst = out + (g - g0) * k * kPackRows * static_cast<int64_t>(elem) + r * static_cast<int64_t>(elem);
-      for (int64_t i = 0; i < k; ++i) std::memcpy(dst + i * kPackRows * static_cast<int64_t>(elem), src + i * elem, elem);
-    }
+  for (int64_t g = g0; g < g1; ++g, out += k * kPackRows * static_cast<int64_t>(kBytes)) {
+    const uint8_t* src[kPackRows];
+    for (int r = 0; r < kPackRows; ++r) src[r] = w.row(g * kPackRows + r);
+    for (int64_t i = 0; i < k; ++i)
+      for (int r = 0; r < kPackRows; ++r)
+        std::memcpy(out + (i * kPackRows + r) * static_cast<int64_t>(kBytes), src[r] + i * static_cast<int64_t>(kBytes), kBytes);
+  }
+}
+
+void pack_float_groups(const TensorView& w, uint8_t* out, int64_t g0, int64_t g1) {
+  if (w.dtype == DType::F32) return interleave_groups<4>(w, out + g0 * w.ne[0] * kPackRows * 4, g0, g1);
+  interleave_groups<2>(w, out + g0 * w.ne[0] * kPackRows * 2, g0, g1);
 }
 
 void float_reference(DType t, int64_t k, const uint8_t* w, int64_t n_groups, const uint8_t* x, size_t x_stride,
