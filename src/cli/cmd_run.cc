@@ -50,14 +50,17 @@ struct RunStats {
 // (one per layer, each layer's blocks having a region of their own) and of
 // the workspace, which the kernel zeroes on first touch: at TinyLlama's
 // shape on this VM ~100-150 ms that would count as a short prompt's TTFT
-// (a 3-token prompt's 125-185 ms against ~30 ms warm).
-Status warm_up(Engine& engine, int32_t token) {
+// (a 3-token prompt's 125-185 ms against ~30 ms warm). Its token is not
+// counted in a mixture of experts' routing statistics.
+Status warm_up(Engine& engine, Model& model, int32_t token) {
   RequestParams params;
   params.max_tokens = 1;
   params.ignore_eos = true;
   auto id = engine.submit({token}, params, [](const TokenEvent&) {});
   if (!id) return id.error();
-  return engine.run_until_idle();
+  Status st = engine.run_until_idle();
+  model.reset_expert_token_counts();
+  return st;
 }
 
 // Of a mixture of experts, how evenly this run routed: a line, or with
@@ -190,7 +193,7 @@ int run(RunOptions o) {
   std::fflush(stdout);
   if (o.n_predict == 0) return 0;
   if (!o.no_warmup && !stats.prompt_ids.empty())
-    if (Status st = warm_up(engine, stats.prompt_ids.front()); !st) return fail(st.error());
+    if (Status st = warm_up(engine, **model, stats.prompt_ids.front()); !st) return fail(st.error());
   auto id = engine.submit(stats.prompt_ids, params, [&](const TokenEvent& ev) {
     stats.peak_blocks = std::max(stats.peak_blocks, engine.cache().pool().n_used());
     if (ev.token >= 0) stats.generated_ids.push_back(ev.token);

@@ -126,6 +126,7 @@ class DecoderModel final : public Model {
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
+  void reset_expert_token_counts() override;
   WeightCopies weight_copies() const override { return {packed_.bytes(), packed_.source_bytes()}; }
   std::string load_notes() const override { return notes_.empty() ? shards_.notes() : notes_; }
   void add_residual(const TensorView* post_norm, int32_t n, ThreadPool& pool);
@@ -554,6 +555,12 @@ std::vector<uint64_t> DecoderModel::expert_token_counts() const {
   std::vector<uint64_t> counts(static_cast<size_t>(config_.n_layers) * static_cast<size_t>(config_.n_experts));
   for (size_t i = 0; i < counts.size(); ++i) counts[i] = expert_tokens_[i].load(std::memory_order_relaxed);
   return counts;
+}
+
+void DecoderModel::reset_expert_token_counts() {
+  if (!expert_tokens_) return;
+  for (size_t i = 0, n = static_cast<size_t>(config_.n_layers) * static_cast<size_t>(config_.n_experts); i < n; ++i)
+    expert_tokens_[i].store(0, std::memory_order_relaxed);
 }
 
 Status DecoderModel::check_batch(const Batch& batch, const KvCache& cache) const {

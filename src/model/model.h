@@ -86,6 +86,8 @@ class Model {
   // dense layers); empty for a model without experts. Safe to call while
   // another thread runs forward.
   virtual std::vector<uint64_t> expert_token_counts() const { return {}; }
+  // Back to zero, so that a warm-up pass is not counted as routed work.
+  virtual void reset_expert_token_counts() {}
 
   // Weights duet copied at load (packed matrices), and the file bytes those
   // copies stand for: resident after load should be the file less the
