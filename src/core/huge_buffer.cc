@@ -8,14 +8,10 @@
 
 namespace duet {
 
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}
-
 Result<HugeBuffer> HugeBuffer::allocate(size_t bytes, const std::string& what) {
   HugeBuffer b;
   if (bytes == 0) return b;
-  const size_t len = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t len = (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return err(what, ": cannot allocate ", bytes, " bytes: ", std::strerror(errno));
   // Advice only: without transparent huge pages these are ordinary pages.

@@ -12,6 +12,8 @@ namespace duet {
 
 class HugeBuffer {
  public:
+  static constexpr size_t kPageBytes = size_t{2} << 20;
+
   // `what` names the allocation in the error message.
   static Result<HugeBuffer> allocate(size_t bytes, const std::string& what);
 

@@ -122,6 +122,7 @@ class KvCache {
   size_t head_block_bytes_;  // kBlockTokens rows with their scales
   BlockPool pool_;
   static HugeBuffer allocate(size_t bytes);
+  void touch_first_blocks();
 
   HugeBuffer data_;  // [layers_per_block][n_blocks][K,V (K only)][n_kv_heads] head blocks
 };
