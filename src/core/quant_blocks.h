@@ -97,6 +97,15 @@ struct BlockQ3_K {
   uint16_t d;  // f16
 };
 
+// 3.4375 bits per weight; kernels/quant_iq3.cc has the element rule.
+struct BlockIQ3_S {
+  uint16_t d;  // f16
+  uint8_t qs[kQKK / 4];
+  uint8_t qh[kQKK / 32];
+  uint8_t signs[kQKK / 8];
+  uint8_t scales[kQKK / 64];
+};
+
 // Ternary: x = d * (t - 1), t in {0, 1, 2}, four per byte. Element
 // 128h + 32s + l is bits 2s..2s+1 of qs[32h + l].
 struct BlockTQ2_0 {
@@ -168,6 +177,7 @@ static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockTQ2_0) == 66);
 static_assert(sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockIQ3_S) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);

@@ -349,7 +349,8 @@ void without_importance(const float* x, void* y, int64_t k, const float*) {
   Quantize(x, y, k);
 }
 
-// The row converters of a type duet quantizes to.
+// The row converters of a type duet quantizes to (or, without quantize, only
+// reads).
 struct RowCodec {
   DType type;
   void (*quantize)(const float* x, void* y, int64_t k, const float* importance);
@@ -373,6 +374,7 @@ constexpr RowCodec kCodecs[] = {
     {DType::IQ4_XS, quantize_row_iq4_xs, dequantize_row_iq4_xs},
     {DType::TQ1_0, without_importance<quantize_row_tq1_0>, dequantize_row_tq1_0},
     {DType::TQ2_0, without_importance<quantize_row_tq2_0>, dequantize_row_tq2_0},
+    {DType::IQ3_S, nullptr, dequantize_row_iq3_s},
 };
 
 const RowCodec* codec(DType t) {
@@ -389,10 +391,12 @@ Status quantize_row(DType t, const float* x, void* y, int64_t k, const float* im
   for (int64_t i = 0; i < k; ++i)
     if (!std::isfinite(x[i])) return err("cannot quantize non-finite value ", x[i], " at element ", i);
   const RowCodec* c = codec(t);
-  if (!c) return err("cannot quantize to ", dtype_name(t));
+  if (!c || !c->quantize) return err("cannot quantize to ", dtype_name(t));
   c->quantize(x, y, k, importance);
   return {};
 }
+
+bool dequantizable(DType t) { return codec(t) != nullptr; }
 
 Status dequantize_row(DType t, const void* x, float* y, int64_t k) {
   DUET_TRY(row_bytes(t, k));

@@ -72,6 +72,7 @@ void dequantize_row_q2_K(const void* x, float* y, int64_t k);
 void dequantize_row_q3_K(const void* x, float* y, int64_t k);
 void dequantize_row_iq4_nl(const void* x, float* y, int64_t k);
 void dequantize_row_iq4_xs(const void* x, float* y, int64_t k);
+void dequantize_row_iq3_s(const void* x, float* y, int64_t k);  // no quantizer: duet reads IQ3_S only
 void dequantize_row_tq1_0(const void* x, float* y, int64_t k);
 void dequantize_row_tq2_0(const void* x, float* y, int64_t k);
 
@@ -83,5 +84,7 @@ Status quantize_row(DType t, const float* x, void* y, int64_t k,
                     const float* importance = nullptr);
 // Dequantizes a row of k elements of `t` (one of the types above).
 Status dequantize_row(DType t, const void* x, float* y, int64_t k);
+// Whether dequantize_row reads t (so `duet quantize` can convert from it).
+bool dequantizable(DType t);
 
 }  // namespace duet

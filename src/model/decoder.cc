@@ -9,6 +9,7 @@
 #include "formats/llama_names.h"
 #include "kernels/attention.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/quant.h"
 #include "kernels/ops.h"
 #include "kernels/type_kernels.h"
 #include "core/memory_info.h"
@@ -22,6 +23,13 @@ namespace duet {
 namespace {
 
 namespace n = gguf_names;
+
+// A weight of a type with no kernels; for one duet reads (IQ3_S), the way
+// to a file it can run.
+Error no_kernels(const std::string& path, const std::string& name, DType t) {
+  return err(path, ": tensor ", name, " has dtype ", dtype_name(t), " which duet cannot compute with",
+             dequantizable(t) ? " (`duet quantize` converts the file to a type it can, e.g. q4_k)" : "");
+}
 
 void add_bias(float* y, const TensorView* bias, int32_t n, int32_t width) {
   if (!bias) return;
@@ -181,8 +189,7 @@ Result<const TensorView*> require(const GgufFile& file_, const std::string& name
   if (is_vector && t->dtype != DType::F32)
     return err(file_.path(), ": norm tensor ", name, " must be F32, not ", dtype_name(t->dtype));
   if (!is_vector && !type_kernels(t->dtype))
-    return err(file_.path(), ": tensor ", name, " has dtype ", dtype_name(t->dtype),
-               " which duet cannot compute with");
+    return no_kernels(file_.path(), name, t->dtype);
   return t;
 }
 
@@ -219,7 +226,7 @@ Result<ExpertMatrices> WeightBinder::experts(int layer, const std::string& stack
       return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1], ", ", t->ne[2],
                  "], expected [", in, ", ", out, ", ", n, "] (", n, " experts of ", out, " rows of ", in, ")");
     if (!type_kernels(t->dtype))
-      return err(file_.path(), ": tensor ", name, " has dtype ", dtype_name(t->dtype), " which duet cannot compute with");
+      return no_kernels(file_.path(), name, t->dtype);
     m.stacked = rows(*t, 0, out * n);  // the same bytes as one matrix of every expert's rows
     for (int64_t e = 0; e < n; ++e) m.experts.push_back(rows(*m.stacked, e * out, out));
     return m;

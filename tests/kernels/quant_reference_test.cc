@@ -45,7 +45,7 @@ struct Tally {
 // Types duet does not dequantize yet: their tensors must still be refused
 // (never decoded into wrong numbers), and taking a type off this list makes
 // its hashes count.
-const std::set<DType> kNotYetSupported = {DType::IQ3_S};
+const std::set<DType> kNotYetSupported = {};
 
 TEST(QuantReference, DequantizationMatchesLlamaCppHashes) {
   std::ifstream lines(ref_dir() + "/hashes.jsonl");

@@ -491,7 +491,9 @@ TEST(Quant, RejectsBadRows) {
   EXPECT_FALSE(quantize_row(DType::Q4_0, x.data(), y.data(), 96).ok());
   EXPECT_TRUE(quantize_row(DType::Q4_0, x.data(), y.data(), 64).ok());
   std::vector<float> out(256);
-  EXPECT_FALSE(dequantize_row(DType::IQ3_S, y.data(), out.data(), 256).ok());
+  EXPECT_FALSE(dequantize_row(DType::I16, y.data(), out.data(), 256).ok());  // not a block type
+  EXPECT_FALSE(quantize_row(DType::IQ3_S, out.data(), y.data(), 256).ok());  // read, never written
+  EXPECT_TRUE(dequantizable(DType::IQ3_S));
   EXPECT_FALSE(dequantize_row(DType::Q5_0, y.data(), out.data(), 48).ok());  // 48 is not whole blocks
 }
 
