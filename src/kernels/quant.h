@@ -72,7 +72,7 @@ void dequantize_row_q2_K(const void* x, float* y, int64_t k);
 void dequantize_row_q3_K(const void* x, float* y, int64_t k);
 void dequantize_row_iq4_nl(const void* x, float* y, int64_t k);
 void dequantize_row_iq4_xs(const void* x, float* y, int64_t k);
-void dequantize_row_iq3_s(const void* x, float* y, int64_t k);  // no quantizer: duet reads IQ3_S only
+void dequantize_row_iq3_s(const void* x, float* y, int64_t k);  // no quantizer: duet runs IQ3_S, never writes it
 void dequantize_row_tq1_0(const void* x, float* y, int64_t k);
 void dequantize_row_tq2_0(const void* x, float* y, int64_t k);
 

@@ -2,14 +2,16 @@
 // d * (1 + 2 * s) * g * sign, with s a 4-bit scale per sub-block, g one of
 // the odd magnitudes 1..15 and the sign its own bit. Magnitudes come four at
 // a time from a codebook of 512 points of {1, 3, .., 15}^4, indexed by 9
-// bits. duet dequantizes IQ3_S (so a file's tensors can be checked and
-// converted); it has no kernels to compute with it or quantize to it.
+// bits. duet reads IQ3_S and computes with it by a scalar dot against Q8_K
+// activations (no SIMD kernel yet, so every level runs that); it does not
+// quantize to it.
 #include <array>
 #include <cstdint>
 
 #include "core/half.h"
 #include "core/quant_blocks.h"
 #include "kernels/quant.h"
+#include "kernels/quant_mix_kernels.h"
 
 namespace duet {
 namespace {
@@ -48,30 +50,57 @@ constexpr auto kGrid = [] {
   return g;
 }();
 
-}  // namespace
-
 // Sub-block s (32 elements) reads scales[s / 2] (low nibble for even s),
 // qh[s], qs[8s..8s + 7] and signs[4s..4s + 3]: its element 4q + j (q < 8)
 // has magnitude kGrid[qs[8s + q] | (bit q of qh[s]) << 8][j], and element
 // e the sign bit e % 8 of signs[4s + e / 8].
+int scale_factor(const BlockIQ3_S& b, int s) { return 1 + 2 * (s % 2 ? b.scales[s / 2] >> 4 : b.scales[s / 2] & 0xF); }
+
+const std::array<uint8_t, 4>& grid_point(const BlockIQ3_S& b, int s, int q) {
+  return kGrid[static_cast<size_t>(b.qs[8 * s + q] | ((b.qh[s] >> q) & 1) << 8)];
+}
+
+bool negative(const BlockIQ3_S& b, int s, int e) { return (b.signs[4 * s + e / 8] >> (e % 8)) & 1; }
+
+// All in integers per super-block: |isum| <= 8 * 31 * 32 * 15 * 127 < 2^24,
+// so float(isum) is exact; then d_x * d * isum, blocks summed in order.
+float vec_dot_iq3_s_q8_K(int64_t k, const void* vw, const void* vx) {
+  const auto* w = static_cast<const BlockIQ3_S*>(vw);
+  const auto* x = static_cast<const BlockQ8_K*>(vx);
+  float sum = 0.f;
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    int isum = 0;
+    for (int s = 0; s < 8; ++s) {
+      int part = 0;
+      for (int q = 0; q < 8; ++q)
+        for (int j = 0; j < 4; ++j) {
+          const int e = 4 * q + j, v = grid_point(w[b], s, q)[static_cast<size_t>(j)] * x[b].qs[32 * s + e];
+          part += negative(w[b], s, e) ? -v : v;
+        }
+      isum += scale_factor(w[b], s) * part;
+    }
+    sum += x[b].d * f16_to_f32(w[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+}  // namespace
+
 void dequantize_row_iq3_s(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIQ3_S*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const BlockIQ3_S& blk = x[b];
     const float d = f16_to_f32(blk.d);
     for (int s = 0; s < 8; ++s) {
-      const int scale = s % 2 ? blk.scales[s / 2] >> 4 : blk.scales[s / 2] & 0xF;
-      const float db = d * static_cast<float>(1 + 2 * scale);
-      for (int q = 0; q < 8; ++q) {
-        const int index = blk.qs[8 * s + q] | ((blk.qh[s] >> q) & 1) << 8;
-        for (int j = 0; j < 4; ++j) {
-          const int e = 4 * q + j;
-          const bool negative = (blk.signs[4 * s + e / 8] >> (e % 8)) & 1;
-          *y++ = db * static_cast<float>(kGrid[static_cast<size_t>(index)][static_cast<size_t>(j)]) * (negative ? -1.f : 1.f);
-        }
-      }
+      const float db = d * static_cast<float>(scale_factor(blk, s));
+      for (int q = 0; q < 8; ++q)
+        for (int j = 0; j < 4; ++j)
+          *y++ = db * static_cast<float>(grid_point(blk, s, q)[static_cast<size_t>(j)]) *
+                 (negative(blk, s, 4 * q + j) ? -1.f : 1.f);
     }
   }
 }
+
+constexpr TypeKernels kIq3sScalar = {DType::Q8_K, quantize_row_q8_K, vec_dot_iq3_s_q8_K, dequantize_row_iq3_s, nullptr};
 
 }  // namespace duet

@@ -17,6 +17,8 @@ struct MixTypeKernels {
   TypeKernels q5_0, q5_1, iq4_nl, q2_K, q3_K, iq4_xs, tq1_0, tq2_0;
 };
 extern const MixTypeKernels kMixScalar, kMixAvx2, kMixAvx512;
+// IQ3_S (quant_iq3.cc): a scalar dot against Q8_K only, which every level runs.
+extern const TypeKernels kIq3sScalar;
 
 // The dot products, weight row first; one namespace per level.
 #define DUET_MIX_DOT_DECLS                                           \

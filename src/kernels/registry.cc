@@ -56,6 +56,7 @@ std::vector<KernelEntry> make_table() {
       {&kMixScalar.iq4_xs, DType::IQ4_XS, kScalar, "scalar, q8_K activations"},
       {&kMixScalar.tq1_0, DType::TQ1_0, kScalar, "scalar, q8_K activations"},
       {&kMixScalar.tq2_0, DType::TQ2_0, kScalar, "scalar, q8_K activations"},
+      {&kIq3sScalar, DType::IQ3_S, kScalar, "scalar, q8_K activations (no SIMD kernel: every level runs it)"},
       {&kMixAvx2.q5_0, DType::Q5_0, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},
       {&kMixAvx2.q5_1, DType::Q5_1, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_1 activations"},
       {&kMixAvx2.iq4_nl, DType::IQ4_NL, kAvx2, "avx2 maddubs, 1 row x 4 tokens, q8_0 activations"},

@@ -109,7 +109,7 @@ TensorView random_quant_weights(DType t, int64_t k, int64_t n_out, std::vector<u
 
 const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::Q5_0,
                              DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::IQ4_XS,
-                             DType::TQ1_0, DType::TQ2_0};
+                             DType::TQ1_0, DType::TQ2_0, DType::IQ3_S};
 
 TEST(Matmul, QuantizedTypesMatchTheirVecDot) {
   // The generic path (activations converted into vec_dot_type in scratch):

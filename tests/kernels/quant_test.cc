@@ -34,7 +34,8 @@ constexpr Pair kPairs[] = {{DType::Q8_0, DType::Q8_0}, {DType::Q4_0, DType::Q8_0
                            {DType::Q5_0, DType::Q8_0}, {DType::Q5_1, DType::Q8_1},
                            {DType::IQ4_NL, DType::Q8_0}, {DType::Q2_K, DType::Q8_K},
                            {DType::Q3_K, DType::Q8_K}, {DType::IQ4_XS, DType::Q8_K},
-                           {DType::TQ1_0, DType::Q8_K}, {DType::TQ2_0, DType::Q8_K}};
+                           {DType::TQ1_0, DType::Q8_K}, {DType::TQ2_0, DType::Q8_K},
+                           {DType::IQ3_S, DType::Q8_K}};
 
 using testing::runnable_levels;
 
@@ -108,6 +109,10 @@ Bytes random_weights(DType t, int nb, Rng& rng, bool exact) {
       case DType::Q3_K: put_f16(blk + 108, exact ? unit : rng.f16_scale(true)); break;
       case DType::TQ1_0: put_f16(blk + 52, exact ? unit : rng.f16_scale(true)); break;
       case DType::TQ2_0: put_f16(blk + 64, exact ? unit : rng.f16_scale(true)); break;
+      case DType::IQ3_S:
+        put_f16(blk, exact ? unit : rng.f16_scale(true));
+        if (exact) std::memset(blk + 106, 0, 4);  // sub-block factors 1: magnitudes up to 15
+        break;
       default: ADD_FAILURE() << "no weights of " << dtype_name(t);
     }
   }
@@ -221,7 +226,6 @@ TEST(QuantKernels, TablesCoverTheQuantizedTypes) {
       EXPECT_TRUE(tk->from_float && tk->vec_dot && tk->to_float);
     }
   }
-  EXPECT_EQ(kernels_at(CpuLevel::kScalar).type(DType::IQ3_S), nullptr);
 }
 
 // Float results: the scalar kernel and each SIMD one compute the same exact
