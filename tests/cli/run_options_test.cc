@@ -1,6 +1,7 @@
 // `duet run --draft / --lookup`: the greedy text is the plain text, the
 // stats report the acceptance, and bad combinations are clear errors.
 // `duet run --kv-window`: generation past the context.
+// `duet run`'s warm-up: the output is what it is without one.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -19,11 +20,11 @@ struct RunOutput {
   nlohmann::json stats;
 };
 
-RunOutput run(const std::string& extra, int n = 60) {
+RunOutput run(const std::string& extra, int n = 60, const std::string& sampling = "--temp 0") {
   testing::TempDir dir;
   // A subshell, so that run_command's own 2>&1 does not undo the redirections.
   const std::string cmd = "(" + testing::duet_binary() + " run -m " + stories() +
-                          " -p 'Once upon a time' -n " + std::to_string(n) + " --temp 0 --ctx 256 -t 1 --json " + extra +
+                          " -p 'Once upon a time' -n " + std::to_string(n) + " " + sampling + " --ctx 256 -t 1 --json " + extra +
                           " 2>" + dir.file("stats") + " >" + dir.file("text") + ")";
   const testing::CommandResult r = run_command(cmd);
   EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
@@ -33,6 +34,18 @@ RunOutput run(const std::string& extra, int n = 60) {
   out.stats = nlohmann::json::parse(stats, nullptr, false);
   EXPECT_FALSE(out.stats.is_discarded()) << stats;
   return out;
+}
+
+TEST(RunWarmup, LeavesTheOutputAsItWas) {
+  // The one-token pass before the prompt leaves nothing the prompt's request
+  // would see (cache blocks, the sampler's state): greedy, and sampled from
+  // a seed.
+  for (const std::string sampling : {"--temp 0", "--temp 0.9 --seed 7"}) {
+    const RunOutput warm = run("--ignore-eos", 60, sampling), cold = run("--ignore-eos --no-warmup", 60, sampling);
+    EXPECT_EQ(warm.text, cold.text) << sampling;
+    EXPECT_EQ(warm.stats["generated_ids"], cold.stats["generated_ids"]) << sampling;
+    EXPECT_EQ(warm.stats["generated_ids"].size(), 60u) << sampling;
+  }
 }
 
 TEST(RunSpeculative, DraftAndLookupKeepTheGreedyText) {
