@@ -121,7 +121,6 @@ int64_t pair_at(int j, int r) { return ((j / 2) * kRows + r) * 2 + j % 2; }
 // ---- packing: one row's block b into its group's block ----
 
 void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
-  uint8_t u[kQKK];
   switch (t) {
     case DType::IQ4_NL: {
       const auto& blk = reinterpret_cast<const BlockIQ4_NL*>(row)[b];
@@ -154,6 +153,7 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
       const auto& blk = reinterpret_cast<const BlockQ2_K*>(row)[b];
       std::memcpy(out + 2 * r, &blk.d, 2);
       std::memcpy(out + kD + 2 * r, &blk.dmin, 2);
+      uint8_t u[kQKK];
       levels_k_low(blk.qs, nullptr, u);
       for (int j = 0; j < 16; ++j) {
         out[2 * kD + pair_at(j, r)] = blk.scales[j];
@@ -167,6 +167,7 @@ void pack_block(DType t, const uint8_t* row, int64_t b, int r, uint8_t* out) {
       int8_t sc[16];
       q3_K_scales(blk.scales, sc);
       for (int j = 0; j < 16; ++j) out[kD + pair_at(j, r)] = static_cast<uint8_t>(sc[j]);
+      uint8_t u[kQKK];
       levels_k_low(blk.qs, blk.hmask, u);
       for (int p = 0; p < 8; ++p) put_levels3(u + 32 * p, r, out + kQ3KHead + kQ3PairBytes * p);
       return;

@@ -72,11 +72,13 @@ float vec_dot_iq3_s_q8_K(int64_t k, const void* vw, const void* vx) {
     int isum = 0;
     for (int s = 0; s < 8; ++s) {
       int part = 0;
-      for (int q = 0; q < 8; ++q)
+      for (int q = 0; q < 8; ++q) {
+        const std::array<uint8_t, 4>& g = grid_point(w[b], s, q);
         for (int j = 0; j < 4; ++j) {
-          const int e = 4 * q + j, v = grid_point(w[b], s, q)[static_cast<size_t>(j)] * x[b].qs[32 * s + e];
+          const int e = 4 * q + j, v = g[static_cast<size_t>(j)] * x[b].qs[32 * s + e];
           part += negative(w[b], s, e) ? -v : v;
         }
+      }
       isum += scale_factor(w[b], s) * part;
     }
     sum += x[b].d * f16_to_f32(w[b].d) * static_cast<float>(isum);
@@ -93,10 +95,11 @@ void dequantize_row_iq3_s(const void* vx, float* y, int64_t k) {
     const float d = f16_to_f32(blk.d);
     for (int s = 0; s < 8; ++s) {
       const float db = d * static_cast<float>(scale_factor(blk, s));
-      for (int q = 0; q < 8; ++q)
+      for (int q = 0; q < 8; ++q) {
+        const std::array<uint8_t, 4>& g = grid_point(blk, s, q);
         for (int j = 0; j < 4; ++j)
-          *y++ = db * static_cast<float>(grid_point(blk, s, q)[static_cast<size_t>(j)]) *
-                 (negative(blk, s, 4 * q + j) ? -1.f : 1.f);
+          *y++ = db * static_cast<float>(g[static_cast<size_t>(j)]) * (negative(blk, s, 4 * q + j) ? -1.f : 1.f);
+      }
     }
   }
 }

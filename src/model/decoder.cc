@@ -24,8 +24,8 @@ namespace {
 
 namespace n = gguf_names;
 
-// A weight of a type with no kernels; for one duet reads (IQ3_S), the way
-// to a file it can run.
+// A weight of a type with no kernels; for one duet can still read
+// (dequantize_row), the way to a file it can run.
 Error no_kernels(const std::string& path, const std::string& name, DType t) {
   return err(path, ": tensor ", name, " has dtype ", dtype_name(t), " which duet cannot compute with",
              dequantizable(t) ? " (`duet quantize` converts the file to a type it can, e.g. q4_k)" : "");
