@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/quant_blocks.h"
 #include "kernels/ops.h"
 #include "kernels/registry.h"
 
@@ -170,13 +171,15 @@ struct GroupedSet {
   }
 };
 
-// One item's activations to quantize: m rows of x into out (interleaved
-// by block), the rows [first, first + m) of all the items' together.
+// Activations to quantize: m rows of x into out, the rows [first, first +
+// m) of all of a grouped matmul's together. Interleaved by block as the
+// kernels read them, or row after row (a source whose blocks are gathered).
 struct ActRows {
   const float* x;
   int64_t m;
   uint8_t* out;
   int64_t first;
+  bool row_major = false;
 };
 
 // Every item's activations in one parallel region over all their rows: a
@@ -187,21 +190,86 @@ struct ActRows {
 void quantize_grouped(const PackedKernels& pk, std::span<const ActRows> acts, int64_t total, int64_t k,
                       ThreadPool& pool) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / k);
+  const size_t row_bytes = packed_act_row_bytes(k);
   pool.parallel_for(total, grain, [&](int64_t r0, int64_t r1) {
     // The item holding row r0, then onwards.
     auto a = std::upper_bound(acts.begin(), acts.end(), r0, [](int64_t r, const ActRows& x) { return r < x.first; }) - 1;
     for (int64_t r = r0; r < r1; ++r) {
       while (r >= a->first + a->m) ++a;
       const int64_t t = r - a->first;
-      pk.quantize(a->x + t * k, a->out + t * sizeof(PackedActBlock), k, pk.offset,
-                  static_cast<size_t>(a->m) * sizeof(PackedActBlock));
+      if (a->row_major)
+        pk.quantize(a->x + t * k, a->out + static_cast<size_t>(t) * row_bytes, k, pk.offset, sizeof(PackedActBlock));
+      else
+        pk.quantize(a->x + t * k, a->out + t * sizeof(PackedActBlock), k, pk.offset,
+                    static_cast<size_t>(a->m) * sizeof(PackedActBlock));
     }
   });
 }
 
+// An item's picked rows of a source: quantized row after row, interleaved
+// by block into out (or float rows, copied as they are); rows [first, first
+// + m) of all the gathers together.
+struct Gather {
+  const uint8_t* source;
+  const int32_t* rows;
+  int64_t m;
+  uint8_t* out;
+  int64_t first;
+};
+
+void gather_blocks(std::span<const Gather> gathers, int64_t total, int64_t k, ThreadPool& pool) {
+  const int64_t nb = k / kQK32;
+  const size_t row_bytes = packed_act_row_bytes(k);
+  pool.parallel_for(total, std::max<int64_t>(1, (int64_t{1} << 15) / k), [&](int64_t r0, int64_t r1) {
+    auto g = std::upper_bound(gathers.begin(), gathers.end(), r0,
+                              [](int64_t r, const Gather& x) { return r < x.first; }) - 1;
+    for (int64_t r = r0; r < r1; ++r) {
+      while (r >= g->first + g->m) ++g;
+      const int64_t t = r - g->first;
+      const auto* from = reinterpret_cast<const PackedActBlock*>(g->source + static_cast<size_t>(g->rows[t]) * row_bytes);
+      auto* to = reinterpret_cast<PackedActBlock*>(g->out) + t;
+      for (int64_t b = 0; b < nb; ++b) to[b * g->m] = from[b];
+    }
+  });
+}
+
+// Items that pick rows, for the kernels that take x as floats (or no packed
+// set): the picked rows copied out, then the items as if given so.
+void matmul_grouped_floats(std::span<const MatmulItem> items, void* scratch, ThreadPool& pool) {
+  thread_local std::vector<float> picked;
+  thread_local std::vector<MatmulItem> flat;
+  const int64_t k = items[0].w->ne[0];
+  int64_t total = 0;
+  for (const MatmulItem& it : items) total += it.rows ? it.m : 0;
+  picked.resize(static_cast<size_t>(total * k));
+  flat.assign(items.begin(), items.end());
+  std::vector<Gather> copies;  // source: the float rows; out: where they go
+  int64_t first = 0;
+  for (MatmulItem& it : flat) {
+    if (!it.rows) continue;
+    float* to = picked.data() + first * k;
+    copies.push_back({reinterpret_cast<const uint8_t*>(it.x), it.rows, it.m, reinterpret_cast<uint8_t*>(to), first});
+    it.x = to;
+    it.rows = nullptr;
+    first += it.m;
+  }
+  pool.parallel_for(total, std::max<int64_t>(1, (int64_t{1} << 15) / k), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const Gather& g = *(std::upper_bound(copies.begin(), copies.end(), r,
+                                           [](int64_t v, const Gather& x) { return v < x.first; }) - 1);
+      const int64_t t = r - g.first;
+      const auto* from = reinterpret_cast<const float*>(g.source) + static_cast<int64_t>(g.rows[t]) * k;
+      std::copy_n(from, k, reinterpret_cast<float*>(g.out) + t * k);
+    }
+  });
+  matmul_grouped(flat, scratch, pool);
+}
+
 }  // namespace
 
-size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m) { return activation_scratch_bytes(w, total_m); }
+size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m, int64_t source_rows) {
+  return activation_scratch_bytes(w, total_m + source_rows);
+}
 
 void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool& pool) {
   if (items.empty()) return;
@@ -210,21 +278,35 @@ void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool
     return it.w->packed && it.w->dtype == w0.dtype && it.w->ne[0] == w0.ne[0] && it.w->ne[0] > 0 && it.m > 0;
   });
   const PackedKernels* pk = one_set ? kernels().packed(w0.dtype) : nullptr;
+  const bool picks = std::any_of(items.begin(), items.end(), [](const MatmulItem& it) { return it.rows; });
+  if (picks && (!pk || pk->offset == kFloatActs)) return matmul_grouped_floats(items, scratch, pool);
   if (!pk) {
     for (const MatmulItem& it : items) matmul(*it.w, it.x, it.m, it.y, scratch, pool);
     return;
   }
   const int64_t k = w0.ne[0];
+  const size_t row_bytes = packed_act_row_bytes(k);
   // Kept per thread between calls: a decode step makes two per MoE layer.
   thread_local std::vector<const uint8_t*> xs;
   thread_local std::vector<size_t> x_bytes;
   thread_local std::vector<ActRows> acts;
+  thread_local std::vector<Gather> gathers;
   xs.clear();
   x_bytes.clear();
   acts.clear();
+  gathers.clear();
   GroupedSet set{items, xs, x_bytes, pk, 0};
   auto* out = static_cast<uint8_t*>(scratch);
-  int64_t max_m = 0, n_rows = 0, act_rows = 0;
+  int64_t max_m = 0, n_rows = 0, act_rows = 0, gathered = 0;
+  // The quantized source of rows picked from x: quantized once, whole.
+  const auto source_of = [&](const MatmulItem& it) -> const uint8_t* {
+    for (const ActRows& a : acts)
+      if (a.row_major && a.x == it.x) return a.out;
+    acts.push_back({it.x, it.x_rows, out, act_rows, true});
+    act_rows += it.x_rows;
+    out += row_bytes * static_cast<size_t>(it.x_rows);
+    return acts.back().out;
+  };
   for (size_t i = 0; i < items.size(); ++i) {
     const MatmulItem& it = items[i];
     max_m = std::max(max_m, it.m);
@@ -232,18 +314,26 @@ void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool
     if (pk->offset == kFloatActs) {
       set.xs.push_back(reinterpret_cast<const uint8_t*>(it.x));
       set.x_bytes.push_back(static_cast<size_t>(k) * sizeof(float));
-    } else if (i > 0 && it.x == items[i - 1].x && it.m == items[i - 1].m) {
+      continue;
+    }
+    if (i > 0 && it.x == items[i - 1].x && it.m == items[i - 1].m && it.rows == items[i - 1].rows) {
       set.xs.push_back(set.xs.back());
       set.x_bytes.push_back(set.x_bytes.back());
+      continue;
+    }
+    if (it.rows) {
+      gathers.push_back({source_of(it), it.rows, it.m, out, gathered});
+      gathered += it.m;
     } else {
       acts.push_back({it.x, it.m, out, act_rows});
       act_rows += it.m;
-      set.xs.push_back(out);
-      set.x_bytes.push_back(static_cast<size_t>(it.m) * sizeof(PackedActBlock));
-      out += packed_act_row_bytes(k) * static_cast<size_t>(it.m);
     }
+    set.xs.push_back(out);
+    set.x_bytes.push_back(static_cast<size_t>(it.m) * sizeof(PackedActBlock));
+    out += row_bytes * static_cast<size_t>(it.m);
   }
   quantize_grouped(*pk, acts, act_rows, k, pool);
+  if (gathered > 0) gather_blocks(gathers, gathered, k, pool);
   const size_t group_bytes = packed_bytes(w0) / static_cast<size_t>(w0.ne[1] / kPackRows);
   set.rows_per_tile = tile_rows(group_bytes / kPackRows);
   const auto run = [&](int64_t r0, int64_t r1) { set.run(r0, r1); };

@@ -23,22 +23,28 @@ size_t activation_scratch_bytes(const TensorView& w, int64_t m);
 void matmul_shared(std::span<const TensorView* const> ws, const float* x, int64_t m, std::span<float* const> ys,
                    void* scratch, ThreadPool& pool);
 
-// One product of a grouped matmul: y [m][w.ne[1]] = x [m][w.ne[0]] · wᵀ.
+// One product of a grouped matmul: y [m][w.ne[1]] = x [m][w.ne[0]] · wᵀ, or,
+// where `rows` is set, the product with rows rows[0..m) of x, which holds
+// x_rows rows (a mixture of experts' tokens routed to one expert).
 struct MatmulItem {
   const TensorView* w;
   const float* x;
   int64_t m;
   float* y;
+  const int32_t* rows = nullptr;
+  int64_t x_rows = 0;
 };
 // Every item's matmul, each on its own activations (a mixture of experts'
 // active experts, each over the tokens routed to it): packed weights of one
 // dtype and width run in one parallel region over all their rows, so a
 // decode step waits for its threads once, not once per expert; items that
-// share x (consecutive, same pointer and m) have it quantized once. Results
-// equal separate matmul calls bit for bit. `scratch` must hold
-// grouped_scratch_bytes(items).
+// share x (consecutive, same pointer, rows and m) have it quantized once,
+// and items that pick rows of one x have all of its rows quantized once and
+// their blocks gathered. Results equal separate matmul calls on the picked
+// rows bit for bit. `scratch` must hold grouped_scratch_bytes(w, the items'
+// total m, the x_rows of each x that items pick rows of).
 void matmul_grouped(std::span<const MatmulItem> items, void* scratch, ThreadPool& pool);
-size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m);
+size_t grouped_scratch_bytes(const TensorView& w, int64_t total_m, int64_t source_rows = 0);
 
 // y = x / rms(x) * weight, per row of n; eps inside the root.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);

@@ -59,7 +59,6 @@ struct Workspace {
   // The naive path's decompressed keys and values of one sequence.
   std::vector<float> naive_lat, naive_c, naive_kv, naive_scores;
   std::vector<uint8_t> naive_scratch;
-  std::vector<float> moe_x;  // [n * k][dim] the rows routed to each expert, expert by expert
   std::vector<float> moe_y;  // [n * k][dim] the experts' outputs for them
   std::vector<MatmulItem> moe_items;
   ExpertRoutes routes;
@@ -131,6 +130,7 @@ class DecoderModel final : public Model {
   void dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool);
   void moe_ffn(int layer, int32_t n, ThreadPool& pool);
   void shared_expert(const LayerWeights& w, int32_t n, ThreadPool& pool);
+  void observe_item(const MatmulItem& item);
   void glu_rows(float* gate, const float* up, int32_t n, size_t width, ThreadPool& pool);
   Status pack_experts(ExpertMatrices& m, int64_t rows_per_expert);
   std::vector<uint64_t> expert_token_counts() const override;
@@ -629,7 +629,6 @@ void DecoderModel::ensure_workspace(int32_t n) {
   ws_.up.resize(ffn);
   if (c.moe()) {
     ws_.router_logits.resize(un * c.n_experts);
-    ws_.moe_x.resize(routed * c.dim);
     ws_.moe_y.resize(routed * c.dim);
   }
   size_t scratch = activation_scratch_bytes(*output_, n);
@@ -639,7 +638,7 @@ void DecoderModel::ensure_workspace(int32_t n) {
       if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
       if (!m->experts.empty())
-        scratch = std::max(scratch, grouped_scratch_bytes(*m->experts[0], static_cast<int64_t>(routed)));
+        scratch = std::max(scratch, grouped_scratch_bytes(*m->experts[0], static_cast<int64_t>(routed), n));
   }
   ws_.scratch.resize(scratch);
   ws_.capacity = n;
@@ -1009,6 +1008,14 @@ void DecoderModel::dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool)
 // step; all experts' products go in one grouped matmul (gate and up
 // together, then down), and each row's outputs add up in expert order,
 // whatever the batch.
+// The observer sees an item's input rows, one at a time where they are
+// picked from the batch.
+void DecoderModel::observe_item(const MatmulItem& item) {
+  if (!item.rows) return observer_->observe(*item.w, item.x, static_cast<int32_t>(item.m));
+  for (int64_t t = 0; t < item.m; ++t)
+    observer_->observe(*item.w, item.x + static_cast<int64_t>(item.rows[t]) * item.w->ne[0], 1);
+}
+
 void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
@@ -1017,36 +1024,40 @@ void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   route_tokens(ws_.router_logits.data(), n, c.n_experts, c.n_experts_used, c.expert_weights_norm, ws_.routes);
   const ExpertRoutes& r = ws_.routes;
   const auto n_routed = static_cast<int32_t>(r.rows.size());
-  // An expert that every row routes to reads the batch itself (all of a
-  // decode step's experts do): no gathered copy, and matmul_grouped then
-  // quantizes those rows once for all such experts.
-  if (n > 1)
-    for_rows(pool, n_routed, dim, [&](int32_t i) {
-      std::copy_n(&ws_.xn[static_cast<size_t>(r.rows[static_cast<size_t>(i)]) * dim], dim, &ws_.moe_x[i * dim]);
-    });
   // Per active expert, its rows' slices of the routed buffers: gate and up
   // (side by side, so the rows they share are quantized once) in one
-  // grouped matmul, then down in another. x_of(e): expert e's input rows.
+  // grouped matmul, then down in another. in(e, item): expert e's input
+  // rows set in the item.
   std::vector<MatmulItem>& items = ws_.moe_items;
-  const auto add_items = [&](std::initializer_list<std::pair<const ExpertMatrices*, float*>> outs, auto x_of,
+  const auto add_items = [&](std::initializer_list<std::pair<const ExpertMatrices*, float*>> outs, auto in,
                              size_t y_width) {
     items.clear();
     for (int32_t e = 0; e < c.n_experts; ++e) {
       const auto ue = static_cast<size_t>(e), at = static_cast<size_t>(r.offset[ue]);
       if (r.count(e) == 0) continue;
       for (const auto& [mats, y] : outs) {
-        if (observer_) observer_->observe(*mats->experts[ue], x_of(e), r.count(e));
-        items.push_back({mats->experts[ue], x_of(e), r.count(e), y + at * y_width});
+        MatmulItem item{mats->experts[ue], nullptr, r.count(e), y + at * y_width};
+        in(e, item);
+        if (observer_) observe_item(item);
+        items.push_back(item);
       }
     }
   };
-  const auto routed_x = [&](int32_t e) {
-    return r.count(e) < n ? &ws_.moe_x[static_cast<size_t>(r.offset[static_cast<size_t>(e)]) * dim] : ws_.xn.data();
+  // An expert's tokens are picked from the batch (matmul_grouped quantizes
+  // the batch once and gathers each expert's rows); one that every row
+  // routes to (all of a decode step's experts) reads the batch as it is.
+  const auto routed_x = [&](int32_t e, MatmulItem& item) {
+    item.x = ws_.xn.data();
+    if (r.count(e) == n) return;
+    item.rows = &r.rows[static_cast<size_t>(r.offset[static_cast<size_t>(e)])];
+    item.x_rows = n;
   };
   add_items({{&w.exp_gate, ws_.gate.data()}, {&w.exp_up, ws_.up.data()}}, routed_x, ffn);
   matmul_grouped(items, ws_.scratch.data(), pool);
   glu_rows(ws_.gate.data(), ws_.up.data(), n_routed, ffn, pool);
-  const auto gated_x = [&](int32_t e) { return &ws_.gate[static_cast<size_t>(r.offset[static_cast<size_t>(e)]) * ffn]; };
+  const auto gated_x = [&](int32_t e, MatmulItem& item) {
+    item.x = &ws_.gate[static_cast<size_t>(r.offset[static_cast<size_t>(e)]) * ffn];
+  };
   add_items({{&w.exp_down, ws_.moe_y.data()}}, gated_x, dim);
   matmul_grouped(items, ws_.scratch.data(), pool);
   for (int32_t e = 0; e < c.n_experts; ++e)

@@ -760,6 +760,67 @@ TEST(PackedGemm, GroupedMatmulEqualsSeparateCalls) {
   if (!ran) GTEST_SKIP() << "no packed kernels on this machine";
 }
 
+TEST(PackedGemm, GroupedMatmulOnPickedRowsEqualsCallsOnTheRowsCopied) {
+  // A mixture of experts' prefill: experts pick their tokens' rows of one
+  // batch (gate and up the same rows, one expert every row, one a single
+  // row, rows repeated and out of order); the grouped call quantizes the
+  // batch once and gathers blocks. The same bits as matmul on each
+  // expert's rows copied out, for every packed type (float kernels copy
+  // the rows), and with a file-layout matrix among them.
+  ThreadPool three(3);
+  const int64_t k = 512, n = 40;
+  const std::vector<float> batch = random_floats(static_cast<size_t>(k * n), 77);
+  std::vector<std::vector<int32_t>> picks = {{}, {}, {7}, {}};
+  for (int32_t i = 0; i < n; i += 3) picks[0].push_back(n - 1 - i);
+  picks[1] = picks[0];  // gate and up
+  for (int32_t i = 0; i < 70; ++i) picks[3].push_back((i * 11) % n);
+  const int64_t rows[] = {32, 32, 48, 64};
+  bool ran = false;
+  for (DType t : kPackedTypes) {
+    std::vector<QuantMatrix> ws;
+    std::vector<std::vector<uint8_t>> packed;
+    std::vector<TensorView> views;
+    for (int i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], 80 + i));
+    if (!packable(ws[0].view)) continue;
+    ran = true;
+    for (int i = 0; i < 4; ++i) {
+      packed.push_back(packed_copy(ws[i].view));
+      views.push_back(ws[i].view);
+      views.back().data = packed.back().data();
+      views.back().packed = true;
+    }
+    for (bool mixed : {false, true}) {
+      if (mixed) views[2] = ws[2].view;
+      std::vector<std::vector<float>> apart, together;
+      std::vector<MatmulItem> items;
+      int64_t total_m = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        // Expert 2 reads the whole batch as it is (no rows picked).
+        const int64_t m = i == 2 ? n : static_cast<int64_t>(picks[i].size());
+        total_m += m;
+        apart.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+        together.emplace_back(static_cast<size_t>(rows[i] * m), NAN);
+        if (i == 2) items.push_back({&views[i], batch.data(), m, together[i].data()});
+        else items.push_back({&views[i], batch.data(), m, together[i].data(), picks[i].data(), n});
+      }
+      std::vector<uint8_t> scratch(grouped_scratch_bytes(views[0], total_m, n) +
+                                   activation_scratch_bytes(ws[2].view, n));
+      for (size_t i = 0; i < 4; ++i) {
+        std::vector<float> x = batch;
+        if (i != 2) {
+          x.clear();
+          for (int32_t r : picks[i]) x.insert(x.end(), batch.begin() + r * k, batch.begin() + (r + 1) * k);
+        }
+        matmul(views[i], x.data(), items[i].m, apart[i].data(), scratch.data(), three);
+      }
+      matmul_grouped(items, scratch.data(), three);
+      for (size_t i = 0; i < 4; ++i)
+        EXPECT_TRUE(same_bits(apart[i], together[i])) << dtype_name(t) << " matrix " << i << (mixed ? " mixed" : "");
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no packed kernels on this machine";
+}
+
 TEST(PackedGemm, UnpackRowGivesBackTheFileRows) {
   // Layout only, so on any machine: every row of every packed type gives
   // back its file bytes.
