@@ -38,7 +38,6 @@ struct Shape {
 };
 
 constexpr int32_t kChunk = 512;  // prefill rows timed
-constexpr int32_t kTile = 8;     // the decoder's attention tile (kMaxAttnRows)
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -76,6 +75,7 @@ Timings time_layer(const Shape& s, KvType type, int32_t ctx, bool prefill, Threa
   const float scale = 1.0f / 8.0f;
   // Rows [r0, r0 + n) of the chunk, KV heads and tiles over the threads.
   const auto attend = [&](int32_t r0, int32_t n) {
+    const int32_t kTile = attn_tile_rows(s.group);  // the decoder's attention tile
     const int32_t tiles = (n + kTile - 1) / kTile;
     pool.parallel_for(static_cast<int64_t>(tiles) * s.kv_heads, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t job = lo; job < hi; ++job) {

@@ -270,8 +270,9 @@ void attend_paged_rows(const float* q, size_t q_stride, int32_t n_rows, int32_t 
                        const PagedKv& kv, const int32_t* begins, const int32_t* ends, AttnScale scale, float* out,
                        size_t out_stride) {
   const KernelSet& ks = kernels();
-  for (int32_t r0 = 0; r0 < n_rows; r0 += kMaxAttnRows) {
-    const int32_t n = std::min(kMaxAttnRows, n_rows - r0);
+  const int32_t tile = attn_tile_rows(n_group);
+  for (int32_t r0 = 0; r0 < n_rows; r0 += tile) {
+    const int32_t n = std::min(tile, n_rows - r0);
     const float* qr = q + static_cast<size_t>(r0) * q_stride;
     float* outr = out + static_cast<size_t>(r0) * out_stride;
     if (vector_rows(ks, qr, q_stride, n, n_group, head_dim, kv, begins + r0, ends + r0, scale, outr, out_stride))

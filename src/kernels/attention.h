@@ -72,12 +72,23 @@ void attend_paged_decode_at(CpuLevel level, int32_t n_parts, const float* q, int
                             int32_t head_dim, const PagedKv& kv, size_t head_stride, int32_t begin, int32_t end,
                             AttnScale scale, float* out);
 
-// Bounds of the AVX-512 kernel's tile.
-constexpr int32_t kMaxAttnRows = 8;
+// Bounds of the AVX-512 kernel's tile: rows, query heads per KV head, and
+// queries (rows x group).
+constexpr int32_t kMaxAttnRows = 32;
 constexpr int32_t kMaxAttnGroup = 64;
+constexpr int32_t kMaxAttnQueries = 512;
+// Rows of a prefill tile: a block's K and V are widened and K transposed
+// once per tile, so a tile wants ~64 queries to share that (one query head
+// per KV head: 32 rows, where 8 rows left a 7B-shaped prefill at ~20 % of
+// the FMA peak, the widening as costly as the arithmetic); more rows widen
+// the triangle of keys that some rows compute and mask.
+constexpr int32_t attn_tile_rows(int32_t n_group) {
+  const int32_t rows = 64 / (n_group > 0 ? n_group : 1);
+  return rows < 8 ? 8 : rows > kMaxAttnRows ? kMaxAttnRows : rows;
+}
 
 // The AVX-512 kernel (f32 arithmetic over a cache of any type, no soft-cap)
-// on up to kMaxAttnRows rows; false (nothing written) for a head dim (q4:
+// on up to kMaxAttnRows rows and kMaxAttnQueries queries; false (nothing written) for a head dim (q4:
 // not whole 32-element groups), group or block size it lacks.
 bool attend_rows_avx512(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                             const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,

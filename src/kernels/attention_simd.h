@@ -35,7 +35,7 @@ namespace duet::attn_simd {
 namespace {
 
 constexpr int kKeys = 16;
-constexpr int kMaxQueries = kMaxAttnRows * kMaxAttnGroup;
+constexpr int kMaxQueries = kMaxAttnQueries;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Queries scored at once: AVX2's 16 registers hold 6 x 2 accumulators,
@@ -425,7 +425,9 @@ template <class V>
 bool attend_rows_any(const float* q, size_t q_stride, int32_t n_rows, int32_t n_group, int32_t head_dim,
                      const PagedKv& kv, const int32_t* begins, const int32_t* ends, float scale, float* out,
                      size_t out_stride) {
-  if (kv.block_tokens != kKeys || n_rows > kMaxAttnRows || n_group > kMaxAttnGroup) return false;
+  if (kv.block_tokens != kKeys || n_rows > kMaxAttnRows || n_group > kMaxAttnGroup ||
+      n_rows * n_group > kMaxAttnQueries)
+    return false;
   // q4 widens whole 32-element groups (head dims 32, 64, ..., 576).
   if (kv.type == KvType::Q4 && head_dim % 32 != 0) return false;
   return by_head_dim(head_dim, true, [&](auto hd) {

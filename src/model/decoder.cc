@@ -699,6 +699,7 @@ void DecoderModel::plan_attention(const Batch& batch) {
   ws_.attn_begin_local.resize(static_cast<size_t>(n));
   ws_.attn_tiles.clear();
   int64_t keys = 0;
+  const int32_t tile_rows = attn_tile_rows(c.n_heads / std::max(c.n_kv_heads, 1));
   for (int32_t i = 0; i < n; ++i) {
     const auto u = static_cast<size_t>(i);
     ws_.attn_end[u] = batch.positions[u] + 1;
@@ -706,7 +707,7 @@ void DecoderModel::plan_attention(const Batch& batch) {
     ws_.attn_begin_local[u] = c.sliding_window > 0 ? std::max(0, ws_.attn_end[u] - c.sliding_window) : 0;
     keys += ws_.attn_end[u];
     const bool joins = i > 0 && batch.seq[u] == batch.seq[u - 1] && batch.positions[u] == batch.positions[u - 1] + 1 &&
-                       i - ws_.attn_tiles.back() < kMaxAttnRows;
+                       i - ws_.attn_tiles.back() < tile_rows;
     if (!joins) ws_.attn_tiles.push_back(i);
   }
   const auto n_tiles = static_cast<int64_t>(ws_.attn_tiles.size());

@@ -246,13 +246,14 @@ TEST(Attention, RowsEqualEachRowAloneBitForBit) {
 
 TEST(Attention, EveryLevelsRowKernelGivesATileRowItsBitsAlone) {
   // attend_paged_rows tests the active level only; here each level's vector
-  // kernel (AVX2, AVX-512) directly: a full tile of 8 rows with sliding-window
-  // begins that cross blocks, each row's bits against the kernel on that row
-  // alone, every KV type, odd and even groups (the kernels pair heads).
+  // kernel (AVX2, AVX-512) directly: a full tile (attn_tile_rows: 32 rows
+  // of one query head, 21 of 3, 8 of 8) with sliding-window begins that
+  // cross blocks, each row's bits against the kernel on that row alone,
+  // every KV type, odd and even groups (the kernels pair heads).
   for (int32_t hd : {48, 64, 128}) {
-    for (int32_t group : {3, 8}) {
-      const Case c(hd, group, 60, static_cast<uint32_t>(3 * hd + group));
-      const int32_t n_rows = kMaxAttnRows;
+    for (int32_t group : {1, 3, 8}) {
+      const int32_t n_rows = attn_tile_rows(group);
+      const Case c(hd, group, 46 + n_rows, static_cast<uint32_t>(3 * hd + group));
       const size_t stride = static_cast<size_t>(group * hd);
       const auto q = random_floats(stride * n_rows, 78);
       std::vector<int32_t> begins, ends;
