@@ -2,8 +2,8 @@
 // d * (1 + 2 * s) * g * sign, with s a 4-bit scale per sub-block, g one of
 // the odd magnitudes 1..15 and the sign its own bit. Magnitudes come four at
 // a time from a codebook of 512 points of {1, 3, .., 15}^4, indexed by 9
-// bits. duet reads IQ3_S and computes with it by a scalar dot against Q8_K
-// activations (no SIMD kernel yet, so every level runs that); it does not
+// bits. duet reads IQ3_S and computes with it against Q8_K activations
+// (this scalar dot, and quant_mix_simd.h's at the SIMD levels); it does not
 // quantize to it.
 #include <array>
 #include <cstdint>
@@ -50,6 +50,17 @@ constexpr auto kGrid = [] {
   return g;
 }();
 
+}  // namespace
+
+constexpr std::array<uint32_t, 512> kIq3sGrid = [] {
+  std::array<uint32_t, 512> words{};
+  for (size_t i = 0; i < words.size(); ++i)
+    for (size_t j = 0; j < 4; ++j) words[i] |= static_cast<uint32_t>(kGrid[i][j]) << (8 * j);
+  return words;
+}();
+
+namespace {
+
 // Sub-block s (32 elements) reads scales[s / 2] (low nibble for even s),
 // qh[s], qs[8s..8s + 7] and signs[4s..4s + 3]: its element 4q + j (q < 8)
 // has magnitude kGrid[qs[8s + q] | (bit q of qh[s]) << 8][j], and element
@@ -62,9 +73,11 @@ const std::array<uint8_t, 4>& grid_point(const BlockIQ3_S& b, int s, int q) {
 
 bool negative(const BlockIQ3_S& b, int s, int e) { return (b.signs[4 * s + e / 8] >> (e % 8)) & 1; }
 
+}  // namespace
+
 // All in integers per super-block: |isum| <= 8 * 31 * 32 * 15 * 127 < 2^24,
 // so float(isum) is exact; then d_x * d * isum, blocks summed in order.
-float vec_dot_iq3_s_q8_K(int64_t k, const void* vw, const void* vx) {
+float mix_scalar::vec_dot_iq3_s_q8_K(int64_t k, const void* vw, const void* vx) {
   const auto* w = static_cast<const BlockIQ3_S*>(vw);
   const auto* x = static_cast<const BlockQ8_K*>(vx);
   float sum = 0.f;
@@ -86,8 +99,6 @@ float vec_dot_iq3_s_q8_K(int64_t k, const void* vw, const void* vx) {
   return sum;
 }
 
-}  // namespace
-
 void dequantize_row_iq3_s(const void* vx, float* y, int64_t k) {
   const auto* x = static_cast<const BlockIQ3_S*>(vx);
   for (int64_t b = 0; b < k / kQKK; ++b) {
@@ -103,7 +114,5 @@ void dequantize_row_iq3_s(const void* vx, float* y, int64_t k) {
     }
   }
 }
-
-constexpr TypeKernels kIq3sScalar = {DType::Q8_K, quantize_row_q8_K, vec_dot_iq3_s_q8_K, dequantize_row_iq3_s, nullptr};
 
 }  // namespace duet

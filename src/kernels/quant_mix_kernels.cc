@@ -173,6 +173,7 @@ constexpr TypeKernels kernels_of(const Fns& f, void (*to_float)(const void*, flo
         kernels_of({DType::Q8_K, q8_K, ns::vec_dot_iq4_xs_q8_K, block(iq4_xs_q8_K)}, dequantize_row_iq4_xs), \
         kernels_of({DType::Q8_K, q8_K, ns::vec_dot_tq1_0_q8_K, block(tq1_0_q8_K)}, dequantize_row_tq1_0), \
         kernels_of({DType::Q8_K, q8_K, ns::vec_dot_tq2_0_q8_K, block(tq2_0_q8_K)}, dequantize_row_tq2_0), \
+        kernels_of({DType::Q8_K, q8_K, ns::vec_dot_iq3_s_q8_K, block(iq3_s_q8_K)}, dequantize_row_iq3_s), \
   }
 #define DUET_NO_BLOCK(name) nullptr
 #define DUET_AVX2_BLOCK(name) mix_avx2::dot_block_##name

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "core/quant_blocks.h"
+#include "kernels/quant_mix_kernels.h"
 #include "kernels/quant_simd.h"
 
 namespace duet::mix_simd {
@@ -32,19 +33,22 @@ using quant_simd::unpack_nibbles;
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
-// Byte i = 0x10 where bit i of the little-endian word at qh is set: the
-// fifth bits of a Q5_0/Q5_1 block in element order.
-inline __m256i fifth_bits(const uint8_t* qh) {
+// Byte i = 0xFF where bit i of the little-endian word at p is set, else 0.
+inline __m256i bit_bytes(const uint8_t* p) {
   uint32_t bits;
-  std::memcpy(&bits, qh, 4);
+  std::memcpy(&bits, p, 4);
   // Byte i gets byte i / 8 of the word (shuffles stay in 128-bit lanes, and
   // every lane holds the word four times), then tests its bit i % 8.
   const __m256i spread = _mm256_shuffle_epi8(
       _mm256_set1_epi32(static_cast<int>(bits)),
       _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
   const __m256i mask = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask), _mm256_set1_epi8(0x10));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
 }
+
+// Byte i = 0x10 where bit i of the word at qh is set: the fifth bits of a
+// Q5_0/Q5_1 block in element order.
+inline __m256i fifth_bits(const uint8_t* qh) { return _mm256_and_si256(bit_bytes(qh), _mm256_set1_epi8(0x10)); }
 
 // The 32 levels of a 16-byte IQ4 group, as signed bytes.
 inline __m256i iq4_levels(const uint8_t* qs) {
@@ -257,6 +261,45 @@ struct Q3_KKind {
   }
 };
 
+// IQ3_S (quant_iq3.cc): each sub-block's 8 grid points gathered by their
+// 9-bit indices (qs byte, qh bit), 32 magnitudes 1..15 in element order;
+// the signs go onto the activations (quants in [-127, 127], so negating
+// one cannot overflow), and the int16 pairs meet the sub-block's factor
+// 1 + 2s. The block's sum is exact, as the scalar dot's.
+struct IQ3_SKind {
+  static constexpr int64_t kBlock = kQKK;
+  using W = BlockIQ3_S;
+  struct Decoded {
+    __m256i mag[8];   // sub-block j's magnitudes
+    __m256i sign[8];  // 0xFF where its element is negative
+    int16_t factor[8];
+    float d;
+  };
+  static Decoded decode(const W& w) {
+    Decoded r;
+    const __m256i bit = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    const auto* grid = reinterpret_cast<const int*>(kIq3sGrid.data());
+    for (int j = 0; j < 8; ++j) {
+      const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.qs + 8 * j)));
+      const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w.qh[j]), bit), one);
+      r.mag[j] = _mm256_i32gather_epi32(grid, _mm256_or_si256(low, _mm256_slli_epi32(high, 8)), 4);
+      r.sign[j] = bit_bytes(w.signs + 4 * j);
+      r.factor[j] = static_cast<int16_t>(1 + 2 * ((w.scales[j / 2] >> (4 * (j % 2))) & 0xF));
+    }
+    r.d = f16(w.d);
+    return r;
+  }
+  template <class Ops>
+  static float dot(const Decoded& w, const BlockQ8_K& x) {
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < 8; ++j) {
+      const __m256i xs = _mm256_sub_epi8(_mm256_xor_si256(load256(x.qs + 32 * j), w.sign[j]), w.sign[j]);
+      isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(w.mag[j], xs), _mm256_set1_epi16(w.factor[j]));
+    }
+    return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])));
+  }
+};
+
 // sum of a Q8_K block's quants.
 inline int q8_K_sum(const BlockQ8_K& x) { return bsum_dot(_mm256_set1_epi16(1), x.bsums); }
 
@@ -432,4 +475,5 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
   DUET_MIX_DEFINE_KIND(q3_K_q8_K, Q3_KKind)       \
   DUET_MIX_DEFINE_KIND(iq4_xs_q8_K, IQ4_XSKind)   \
   DUET_MIX_DEFINE_KIND(tq1_0_q8_K, TQ1_0Kind)     \
-  DUET_MIX_DEFINE_KIND(tq2_0_q8_K, TQ2_0Kind)
+  DUET_MIX_DEFINE_KIND(tq2_0_q8_K, TQ2_0Kind)     \
+  DUET_MIX_DEFINE_KIND(iq3_s_q8_K, IQ3_SKind)

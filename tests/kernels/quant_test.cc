@@ -263,8 +263,8 @@ TEST(QuantKernels, VecDotMatchesScalarOnRandomBlocks) {
 // the scalar twin.
 TEST(QuantKernels, MixDotBlockEqualsVecDot) {
   Rng rng(4321);
-  const DType kMix[] = {DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K,
-                        DType::Q3_K, DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0};
+  const DType kMix[] = {DType::Q5_0,   DType::Q5_1,  DType::IQ4_NL, DType::Q2_K, DType::Q3_K,
+                        DType::IQ4_XS, DType::TQ1_0, DType::TQ2_0,  DType::IQ3_S};
   for (DType t : kMix) {
     for (CpuLevel level : runnable_levels()) {
       const TypeKernels* tk = kernels_at(level).type(t);
