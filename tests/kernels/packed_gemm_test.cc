@@ -705,6 +705,26 @@ TEST(PackedGemm, SharedInputMatmulEqualsSeparateCalls) {
   if (!ran) GTEST_SKIP() << "no packed kernels on this machine";
 }
 
+// Four random matrices of one type (rows[i] x k, seeds seed + i), and views
+// of their packed copies where the type packs at this level.
+struct FourMatrices {
+  std::vector<QuantMatrix> ws;
+  std::vector<std::vector<uint8_t>> packed;
+  std::vector<TensorView> views;
+  bool packs = false;
+  FourMatrices(DType t, int64_t k, const int64_t (&rows)[4], uint32_t seed) {
+    for (uint32_t i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], seed + i));
+    packs = packable(ws[0].view);
+    if (!packs) return;
+    for (int i = 0; i < 4; ++i) {
+      packed.push_back(packed_copy(ws[i].view));
+      views.push_back(ws[i].view);
+      views.back().data = packed.back().data();
+      views.back().packed = true;
+    }
+  }
+};
+
 TEST(PackedGemm, GroupedMatmulEqualsSeparateCalls) {
   // A mixture of experts' step: each matrix on its own rows (two of them on
   // the same rows, as gate and up are), some over 16 tokens so the grouped
@@ -719,18 +739,11 @@ TEST(PackedGemm, GroupedMatmulEqualsSeparateCalls) {
   bool ran = false;
   for (const auto& ms : m_sets) {
     for (DType t : kPackedTypes) {
-      std::vector<QuantMatrix> ws;
-      std::vector<std::vector<uint8_t>> packed;
-      std::vector<TensorView> views;
-      for (int i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], 50 + i));
-      if (!packable(ws[0].view)) continue;  // none for this type at this level (AVX2 packs no floats)
+      FourMatrices four(t, k, rows, 50);
+      if (!four.packs) continue;  // none for this type at this level (AVX2 packs no floats)
       ran = true;
-      for (int i = 0; i < 4; ++i) {
-        packed.push_back(packed_copy(ws[i].view));
-        views.push_back(ws[i].view);
-        views.back().data = packed.back().data();
-        views.back().packed = true;
-      }
+      std::vector<QuantMatrix>& ws = four.ws;
+      std::vector<TensorView>& views = four.views;
       for (bool mixed : {false, true}) {
         if (mixed) views[2] = ws[2].view;
         std::vector<std::vector<float>> xs, apart, together;
@@ -777,18 +790,11 @@ TEST(PackedGemm, GroupedMatmulOnPickedRowsEqualsCallsOnTheRowsCopied) {
   const int64_t rows[] = {32, 32, 48, 64};
   bool ran = false;
   for (DType t : kPackedTypes) {
-    std::vector<QuantMatrix> ws;
-    std::vector<std::vector<uint8_t>> packed;
-    std::vector<TensorView> views;
-    for (int i = 0; i < 4; ++i) ws.push_back(random_matrix(t, k, rows[i], 80 + i));
-    if (!packable(ws[0].view)) continue;
+    FourMatrices four(t, k, rows, 80);
+    if (!four.packs) continue;
     ran = true;
-    for (int i = 0; i < 4; ++i) {
-      packed.push_back(packed_copy(ws[i].view));
-      views.push_back(ws[i].view);
-      views.back().data = packed.back().data();
-      views.back().packed = true;
-    }
+    std::vector<QuantMatrix>& ws = four.ws;
+    std::vector<TensorView>& views = four.views;
     for (bool mixed : {false, true}) {
       if (mixed) views[2] = ws[2].view;
       std::vector<std::vector<float>> apart, together;
