@@ -263,17 +263,26 @@ struct Q3_KKind {
 };
 
 // IQ3_S (quant_iq3.cc): each sub-block's 8 grid points gathered by their
-// 9-bit indices (qs byte, qh bit), 32 magnitudes 1..15 in element order;
-// the signs go onto the activations (quants in [-127, 127], so negating
-// one cannot overflow), and the int16 pairs meet the sub-block's factor
-// 1 + 2s. The block's sum is exact, as the scalar dot's.
+// 9-bit indices (qs byte, qh bit), 32 magnitudes 1..15 in element order,
+// with their signs' bits as a byte mask; a sub-block's sum is one maddubs
+// of the magnitudes with x signed by the mask, then one madd by its factor
+// 1 + 2s.
+// A batch (dot_many, after prepare) takes each token's quants as x + 128
+// (x ^ 0x80, unsigned) against the signed weights w in [-15, 15] (pairs <=
+// 2 * 255 * 15, no
+// saturation), and the block's 128 * sum_j(factor_j * sum(w_j)) comes off
+// once: two ops fewer a sub-block and token, for a sum made once a row
+// (one token would pay it every block). Exact integers per block, as the
+// scalar dot's, either way.
 struct IQ3_SKind {
   static constexpr int64_t kBlock = kQKK;
   using W = BlockIQ3_S;
   struct Decoded {
-    __m256i mag[8];   // sub-block j's magnitudes
-    __m256i sign[8];  // 0xFF where its element is negative
-    int16_t factor[8];
+    __m256i mag[8];       // sub-block j's magnitudes
+    __m256i negative[8];  // 0xFF where its element is negative
+    __m256i factor[8];    // its factor, in every int16 lane
+    __m256i w[8];         // its signed weights, by prepare
+    int offset;           // 128 * sum_j factor_j * sum(w_j), by prepare
     float d;
   };
   static Decoded decode(const W& w) {
@@ -284,20 +293,38 @@ struct IQ3_SKind {
       const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.qs + 8 * j)));
       const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w.qh[j]), bit), one);
       r.mag[j] = _mm256_i32gather_epi32(grid, _mm256_or_si256(low, _mm256_slli_epi32(high, 8)), 4);
-      r.sign[j] = bit_bytes(w.signs + 4 * j);
-      r.factor[j] = static_cast<int16_t>(1 + 2 * ((w.scales[j / 2] >> (4 * (j % 2))) & 0xF));
+      r.negative[j] = bit_bytes(w.signs + 4 * j);
+      r.factor[j] = _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((w.scales[j / 2] >> (4 * (j % 2))) & 0xF)));
     }
     r.d = f16(w.d);
     return r;
+  }
+  static void prepare(Decoded& w) {
+    __m256i sums = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      w.w[j] = _mm256_sub_epi8(_mm256_xor_si256(w.mag[j], w.negative[j]), w.negative[j]);
+      sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), w.w[j]), w.factor[j]));
+    }
+    w.offset = 128 * hsum256(sums);
   }
   template <class Ops>
   static float dot(const Decoded& w, const BlockQ8_K& x) {
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int j = 0; j < 8; ++j) {
-      const __m256i xs = _mm256_sub_epi8(_mm256_xor_si256(load256(x.qs + 32 * j), w.sign[j]), w.sign[j]);
-      isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(w.mag[j], xs), _mm256_set1_epi16(w.factor[j]));
+      const __m256i xs = _mm256_sub_epi8(_mm256_xor_si256(load256(x.qs + 32 * j), w.negative[j]), w.negative[j]);
+      isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(w.mag[j], xs), w.factor[j]);
     }
     return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])));
+  }
+  template <class Ops>
+  static float dot_many(const Decoded& w, const BlockQ8_K& x) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int j = 0; j < 8; ++j) {
+      const __m256i xu = _mm256_xor_si256(load256(x.qs + 32 * j), flip);
+      isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(xu, w.w[j]), w.factor[j]);
+    }
+    return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])) - w.offset);
   }
 };
 
@@ -443,11 +470,18 @@ float vec_dot(int64_t k, const void* w, const void* x) {
 }
 
 // row256 over a row whose blocks are decoded already, for T tokens.
+// Kinds with a batch form of their dot (IQ3_S) take it here.
 template <class Ops, class Kind, int T>
 void decoded_row(int64_t nb, const typename Kind::Decoded* dw, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   float sum[T] = {};
   for (int64_t b = 0; b < nb; ++b)
-    for (int t = 0; t < T; ++t) sum[t] += Kind::template dot<Ops>(dw[b], reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b]);
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b];
+      if constexpr (requires { Kind::prepare; })
+        sum[t] += Kind::template dot_many<Ops>(dw[b], xb);
+      else
+        sum[t] += Kind::template dot<Ops>(dw[b], xb);
+    }
   for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
 }
 
@@ -472,7 +506,10 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
       row_blocks.resize(static_cast<size_t>(nb));
       for (int64_t r = 0; r < n_rows; ++r) {
         const auto* wr = reinterpret_cast<const typename Kind::W*>(w + r * w_stride);
-        for (int64_t b = 0; b < nb; ++b) row_blocks[static_cast<size_t>(b)] = Kind::decode(wr[b]);
+        for (int64_t b = 0; b < nb; ++b) {
+          row_blocks[static_cast<size_t>(b)] = Kind::decode(wr[b]);
+          if constexpr (requires { Kind::prepare; }) Kind::prepare(row_blocks[static_cast<size_t>(b)]);
+        }
         for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
           const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
           dfns[nt - 1](nb, row_blocks.data(), x + t0 * x_stride, x_stride, y + t0 * y_stride + r, y_stride);
