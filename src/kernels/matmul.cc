@@ -206,9 +206,8 @@ void quantize_grouped(const PackedKernels& pk, std::span<const ActRows> acts, in
   });
 }
 
-// An item's picked rows of a source: quantized row after row, interleaved
-// by block into out (or float rows, copied as they are); rows [first, first
-// + m) of all the gathers together.
+// An item's picked rows of a quantized source (row after row), interleaved
+// by block into out; rows [first, first + m) of all the gathers together.
 struct Gather {
   const uint8_t* source;
   const int32_t* rows;
@@ -217,12 +216,17 @@ struct Gather {
   int64_t first;
 };
 
+// The gather holding row r of all of them together, sorted by first.
+template <class G>
+const G* holding(std::span<const G> gathers, int64_t r) {
+  return &*(std::upper_bound(gathers.begin(), gathers.end(), r, [](int64_t v, const G& g) { return v < g.first; }) - 1);
+}
+
 void gather_blocks(std::span<const Gather> gathers, int64_t total, int64_t k, ThreadPool& pool) {
   const int64_t nb = k / kQK32;
   const size_t row_bytes = packed_act_row_bytes(k);
   pool.parallel_for(total, std::max<int64_t>(1, (int64_t{1} << 15) / k), [&](int64_t r0, int64_t r1) {
-    auto g = std::upper_bound(gathers.begin(), gathers.end(), r0,
-                              [](int64_t r, const Gather& x) { return r < x.first; }) - 1;
+    const Gather* g = holding(gathers, r0);
     for (int64_t r = r0; r < r1; ++r) {
       while (r >= g->first + g->m) ++g;
       const int64_t t = r - g->first;
@@ -233,33 +237,43 @@ void gather_blocks(std::span<const Gather> gathers, int64_t total, int64_t k, Th
   });
 }
 
+// An item's picked float rows, copied out to `out`.
+struct FloatPick {
+  const float* x;
+  const int32_t* rows;
+  int64_t m;
+  float* out;
+  int64_t first;
+};
+
 // Items that pick rows, for the kernels that take x as floats (or no packed
 // set): the picked rows copied out, then the items as if given so.
 void matmul_grouped_floats(std::span<const MatmulItem> items, void* scratch, ThreadPool& pool) {
   thread_local std::vector<float> picked;
   thread_local std::vector<MatmulItem> flat;
+  thread_local std::vector<FloatPick> picks;
   const int64_t k = items[0].w->ne[0];
   int64_t total = 0;
   for (const MatmulItem& it : items) total += it.rows ? it.m : 0;
   picked.resize(static_cast<size_t>(total * k));
   flat.assign(items.begin(), items.end());
-  std::vector<Gather> copies;  // source: the float rows; out: where they go
-  int64_t first = 0;
+  picks.clear();
   for (MatmulItem& it : flat) {
     if (!it.rows) continue;
-    float* to = picked.data() + first * k;
-    copies.push_back({reinterpret_cast<const uint8_t*>(it.x), it.rows, it.m, reinterpret_cast<uint8_t*>(to), first});
-    it.x = to;
+    const int64_t first = picks.empty() ? 0 : picks.back().first + picks.back().m;
+    picks.push_back({it.x, it.rows, it.m, picked.data() + first * k, first});
+    it.x = picks.back().out;
     it.rows = nullptr;
-    first += it.m;
   }
+  // The workers see the calling thread's picks through this span (by name
+  // they would see their own, empty, thread_local).
+  const std::span<const FloatPick> all(picks);
   pool.parallel_for(total, std::max<int64_t>(1, (int64_t{1} << 15) / k), [&](int64_t r0, int64_t r1) {
+    const FloatPick* p = holding(all, r0);
     for (int64_t r = r0; r < r1; ++r) {
-      const Gather& g = *(std::upper_bound(copies.begin(), copies.end(), r,
-                                           [](int64_t v, const Gather& x) { return v < x.first; }) - 1);
-      const int64_t t = r - g.first;
-      const auto* from = reinterpret_cast<const float*>(g.source) + static_cast<int64_t>(g.rows[t]) * k;
-      std::copy_n(from, k, reinterpret_cast<float*>(g.out) + t * k);
+      while (r >= p->first + p->m) ++p;
+      const int64_t t = r - p->first;
+      std::copy_n(p->x + static_cast<int64_t>(p->rows[t]) * k, k, p->out + t * k);
     }
   });
   matmul_grouped(flat, scratch, pool);

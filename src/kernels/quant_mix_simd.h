@@ -266,14 +266,12 @@ struct Q3_KKind {
 // 9-bit indices (qs byte, qh bit), 32 magnitudes 1..15 in element order,
 // with their signs' bits as a byte mask; a sub-block's sum is one maddubs
 // of the magnitudes with x signed by the mask, then one madd by its factor
-// 1 + 2s.
-// A batch (dot_many, after prepare) takes each token's quants as x + 128
-// (x ^ 0x80, unsigned) against the signed weights w in [-15, 15] (pairs <=
-// 2 * 255 * 15, no
-// saturation), and the block's 128 * sum_j(factor_j * sum(w_j)) comes off
-// once: two ops fewer a sub-block and token, for a sum made once a row
-// (one token would pay it every block). Exact integers per block, as the
-// scalar dot's, either way.
+// 1 + 2s. A batch (dot_many, after prepare) takes each token's quants as
+// x + 128 (x ^ 0x80, unsigned) against the signed weights w in [-15, 15]
+// (pairs <= 2 * 255 * 15, no saturation), and the block's 128 *
+// sum_j(factor_j * sum(w_j)) comes off once: two ops fewer a sub-block and
+// token, for a sum made once a row (one token would pay it every block).
+// Exact integers per block, as the scalar dot's, either way.
 struct IQ3_SKind {
   static constexpr int64_t kBlock = kQKK;
   using W = BlockIQ3_S;
