@@ -45,23 +45,6 @@ struct RunStats {
   std::vector<TypeShare> type_mix;
 };
 
-// One token through the model before the prompt, as llama.cpp warms up by
-// default: a first forward pass also grows the workspace into fresh pages
-// (the KV cache takes its first ones at construction) and finds nothing in
-// the caches. A 3-token prompt's TTFT at TinyLlama's shape on this VM, Q4_K /
-// Q8_0: 27 / 56 ms cold, 15 / 32 ms after it. Its token is not counted in a
-// mixture of experts' routing statistics.
-Status warm_up(Engine& engine, Model& model, int32_t token) {
-  RequestParams params;
-  params.max_tokens = 1;
-  params.ignore_eos = true;
-  auto id = engine.submit({token}, params, [](const TokenEvent&) {});
-  if (!id) return id.error();
-  Status st = engine.run_until_idle();
-  model.reset_expert_token_counts();
-  return st;
-}
-
 // Of a mixture of experts, how evenly this run routed: a line, or with
 // --verbose a line per layer (the experts' loads as a histogram).
 void print_routing(const RunOptions& o, const Model& model) {
@@ -192,7 +175,7 @@ int run(RunOptions o) {
   std::fflush(stdout);
   if (o.n_predict == 0) return 0;
   if (!o.no_warmup && !stats.prompt_ids.empty())
-    if (Status st = warm_up(engine, **model, stats.prompt_ids.front()); !st) return fail(st.error());
+    if (Status st = engine.warm_up(stats.prompt_ids.front()); !st) return fail(st.error());
   auto id = engine.submit(stats.prompt_ids, params, [&](const TokenEvent& ev) {
     stats.peak_blocks = std::max(stats.peak_blocks, engine.cache().pool().n_used());
     if (ev.token >= 0) stats.generated_ids.push_back(ev.token);

@@ -48,6 +48,7 @@ struct ServeOptions {
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
+  bool no_warmup = false;
   std::vector<std::string> cors_origins;  // --cors-origin, repeatable or comma-separated
   std::string pooling;                    // --pooling; empty: the model's
   int32_t probe_mib = 256;                // --probe-mib
@@ -140,6 +141,10 @@ int serve(const ServeOptions& o) {
   Engine engine(**model, config);
   std::unique_ptr<Model> draft;
   if (Status st = enable_spec(engine, o.engine.spec, draft); !st) return fail(st.error());
+  if (!o.no_warmup) {  // before the loop's thread takes the engine
+    const int32_t bos = (*model)->tokenizer().bos_id();
+    if (Status st = engine.warm_up(bos >= 0 ? bos : 0); !st) return fail(st.error());
+  }
   EngineLoop loop(engine, o.max_seqs + o.max_queue);
 
   server::ServerConfig sc;
@@ -256,6 +261,9 @@ const bool serve_registered = register_command(
                      "Seconds running requests may go on after SIGTERM/SIGINT before they are ended")
           ->capture_default_str();
       app.add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse KV blocks of shared prefixes");
+      app.add_flag("--no-warmup", o->no_warmup,
+                   "Skip the one-token pass before serving (then the first request's TTFT includes it); "
+                   "/metrics does not count it either way");
       app.add_option("--cors-origin", o->cors_origins,
                      "Let browser pages of this origin call the API (scheme://host[:port], or * for any); "
                      "repeatable or comma-separated. Without it no CORS headers are sent");

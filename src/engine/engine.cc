@@ -310,6 +310,23 @@ Status Engine::run_until_idle() {
   return {};
 }
 
+Status Engine::warm_up(int32_t token) {
+  const EngineMetrics metrics = metrics_;
+  const RateMeter rate = rate_;
+  const int64_t next_id = next_id_.load();
+  RequestParams params;
+  params.sampling = SamplingParams::greedy();
+  params.max_tokens = 1;
+  params.ignore_eos = true;
+  auto id = submit({token}, params, [](const TokenEvent&) {});
+  Status st = id ? run_until_idle() : Status(id.error());
+  metrics_ = metrics;
+  rate_ = rate;
+  next_id_.store(next_id);  // the first request is still cmpl-1
+  model_.reset_expert_token_counts();
+  return st;
+}
+
 void Engine::fail_all(const std::string& message) {
   while (!sequences_.empty()) finish(sequences_.begin()->second.get(), FinishReason::kError, message);
 }

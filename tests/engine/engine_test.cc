@@ -56,6 +56,43 @@ TEST(Engine, GreedyStoryMatchesTheKnownText) {
   EXPECT_EQ(engine.cache().pool().n_used(), 0);
 }
 
+TEST(Engine, WarmUpLeavesNothingARequestOrTheMetricsSee) {
+  // The one-token pass duet serve and duet run make before their first
+  // request: the same counters and histograms as a fresh engine's, no
+  // block held, and the next request's tokens as without it.
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  EngineConfig cfg;
+  cfg.n_threads = 2;
+  Engine warm(*model, cfg), cold(*model, cfg);
+  ASSERT_TRUE(warm.warm_up(model->tokenizer().bos_id()).ok());
+  const EngineMetrics a = warm.metrics(), b = cold.metrics();
+  EXPECT_EQ(a.finished_by_reason, b.finished_by_reason);
+  EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
+  EXPECT_EQ(a.prompt_tokens_computed, b.prompt_tokens_computed);
+  EXPECT_EQ(a.ttft.count(), 0);
+  EXPECT_EQ(a.itl.count(), 0);
+  EXPECT_EQ(a.generated_tokens_per_second, 0.0);
+  EXPECT_EQ(a.kv.used, 0);
+  EXPECT_EQ(a.kv.cached, 0);
+  EXPECT_EQ(warm.cache().pool().n_used(), 0);
+  const auto prompt = model->tokenizer().encode("Once upon a time", true);
+  Collected cw, cc;
+  RequestParams sampled = greedy(30);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 7;
+  for (const RequestParams& p : {greedy(30), sampled}) {
+    cw = {};
+    cc = {};
+    ASSERT_TRUE(warm.submit(prompt, p, collect(cw)).ok());
+    ASSERT_TRUE(warm.run_until_idle().ok());
+    ASSERT_TRUE(cold.submit(prompt, p, collect(cc)).ok());
+    ASSERT_TRUE(cold.run_until_idle().ok());
+    EXPECT_EQ(cw.tokens, cc.tokens);
+    EXPECT_EQ(cw.tokens.size(), 30u);
+  }
+}
+
 TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
   auto model = load_stories();
   ASSERT_TRUE(model);
