@@ -1,7 +1,10 @@
 // AVX-512 VNNI dot products of the mix types: the same code as AVX2's
 // (quant_mix_simd.h) with the byte and word dots fused into one
 // accumulating instruction each (vpdpbusd, vpdpwssd on 256-bit registers,
-// AVX-512VL), which halves the integer work of the inner loops.
+// AVX-512VL), which halves the integer work of the inner loops; IQ3_S's
+// batch dot runs in 512-bit registers there.
+#include "kernels/avx512_quiet.h"
+
 #include "kernels/quant_mix_kernels.h"
 #include "kernels/quant_mix_simd.h"
 

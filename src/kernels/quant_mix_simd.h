@@ -281,6 +281,9 @@ struct IQ3_SKind {
     __m256i factor[8];    // its factor, in every int16 lane
     __m256i w[8];         // its signed weights, by prepare
     int offset;           // 128 * sum_j factor_j * sum(w_j), by prepare
+#ifdef __AVX512BW__
+    __m512i wf[8];  // its weights times its factor, int16 (|.| <= 465), by prepare
+#endif
     float d;
   };
   static Decoded decode(const W& w) {
@@ -304,6 +307,10 @@ struct IQ3_SKind {
       sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), w.w[j]), w.factor[j]));
     }
     w.offset = 128 * hsum256(sums);
+#ifdef __AVX512BW__
+    for (int j = 0; j < 8; ++j)
+      w.wf[j] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(w.w[j]), _mm512_broadcastw_epi16(_mm256_castsi256_si128(w.factor[j])));
+#endif
   }
   template <class Ops>
   static float dot(const Decoded& w, const BlockQ8_K& x) {
@@ -316,6 +323,13 @@ struct IQ3_SKind {
   }
   template <class Ops>
   static float dot_many(const Decoded& w, const BlockQ8_K& x) {
+#ifdef __AVX512BW__
+    // AVX-512: a sub-block is one vpdpwssd of its 32 quants widened to
+    // int16 against the weights times the factor (products <= 127 * 465).
+    __m512i acc = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) acc = _mm512_dpwssd_epi32(acc, _mm512_cvtepi8_epi16(load256(x.qs + 32 * j)), w.wf[j]);
+    return x.d * w.d * static_cast<float>(_mm512_reduce_add_epi32(acc));
+#else
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int j = 0; j < 8; ++j) {
@@ -323,6 +337,7 @@ struct IQ3_SKind {
       isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(xu, w.w[j]), w.factor[j]);
     }
     return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])) - w.offset);
+#endif
   }
 };
 
