@@ -339,6 +339,20 @@ struct IQ3_SKind {
     return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])) - w.offset);
 #endif
   }
+#ifdef __AVX512BW__
+  // dot_many of R rows' block b against one token's block, each widened
+  // quant vector meeting the R rows: out[r] = row r's contribution.
+  template <int R>
+  static void dot_rows(const Decoded* const (&rows)[R], int64_t b, const BlockQ8_K& x, float (&out)[R]) {
+    __m512i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      const __m512i x16 = _mm512_cvtepi8_epi16(load256(x.qs + 32 * j));
+      for (int r = 0; r < R; ++r) acc[r] = _mm512_dpwssd_epi32(acc[r], x16, rows[r][b].wf[j]);
+    }
+    for (int r = 0; r < R; ++r) out[r] = x.d * rows[r][b].d * static_cast<float>(_mm512_reduce_add_epi32(acc[r]));
+  }
+#endif
 };
 
 // sum of a Q8_K block's quants.
@@ -498,6 +512,59 @@ void decoded_row(int64_t nb, const typename Kind::Decoded* dw, const uint8_t* x,
   for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
 }
 
+// Rows decoded together by kinds with a multi-row dot (IQ3_S at AVX-512).
+constexpr int kRowTile = 4;
+
+// R rows (decoded, prepared) against every token: per (row, token) the
+// blocks' contributions summed in block order, as decoded_row's.
+template <class Kind, int R>
+void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const uint8_t* x, size_t xs,
+              int64_t n_tok, float* y, int64_t ys) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto* xt = reinterpret_cast<const BlockQ8_K*>(x + t * xs);
+    float sum[R] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      float part[R];
+      Kind::template dot_rows<R>(rows, b, xt[b], part);
+      for (int r = 0; r < R; ++r) sum[r] += part[r];
+    }
+    for (int r = 0; r < R; ++r) y[t * ys + r] = sum[r];
+  }
+}
+
+// dot_block's batch path for such kinds: kRowTile rows decoded at a time,
+// each token's widened quants shared by them.
+template <class Kind>
+void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x,
+                       size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  using Decoded = typename Kind::Decoded;
+  thread_local std::vector<Decoded> blocks;
+  const int64_t nb = k / kQKK;
+  blocks.resize(static_cast<size_t>(kRowTile * nb));
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRowTile) {
+    const int64_t nr = n_rows - r0 < kRowTile ? n_rows - r0 : kRowTile;
+    for (int64_t r = 0; r < nr; ++r) {
+      const auto* wr = reinterpret_cast<const typename Kind::W*>(w + (r0 + r) * w_stride);
+      for (int64_t b = 0; b < nb; ++b) {
+        Decoded& d = blocks[static_cast<size_t>(r * nb + b)];
+        d = Kind::decode(wr[b]);
+        Kind::prepare(d);
+      }
+    }
+    const auto run = [&]<int R>() {
+      const Decoded* rows[R];
+      for (int r = 0; r < R; ++r) rows[r] = blocks.data() + r * nb;
+      row_tile<Kind, R>(nb, rows, x, x_stride, n_tok, y + r0, y_stride);
+    };
+    switch (nr) {
+      case 1: run.template operator()<1>(); break;
+      case 2: run.template operator()<2>(); break;
+      case 3: run.template operator()<3>(); break;
+      default: run.template operator()<4>(); break;
+    }
+  }
+}
+
 // A TypeKernels::dot_block: a row at a time (the weights one linear stream),
 // each decoded block meeting up to kToks tokens. For longer batches the
 // 256-element kinds decode each row once for all its tokens: IQ3_S's
@@ -508,6 +575,9 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
                int64_t n_tok, float* y, int64_t y_stride) {
   using RowFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
   static constexpr RowFn fns[kToks] = {row<Ops, Kind, 1>, row<Ops, Kind, 2>, row<Ops, Kind, 3>, row<Ops, Kind, 4>};
+  if constexpr (requires { Kind::template dot_rows<kRowTile>; }) {
+    if (n_tok > kToks) return decoded_row_tiles<Kind>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
+  }
   if constexpr (Kind::kBlock == kQKK) {
     if (n_tok > kToks) {
       using Decoded = typename Kind::Decoded;
