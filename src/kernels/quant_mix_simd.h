@@ -266,12 +266,13 @@ struct Q3_KKind {
 // 9-bit indices (qs byte, qh bit), 32 magnitudes 1..15 in element order,
 // with their signs' bits as a byte mask; a sub-block's sum is one maddubs
 // of the magnitudes with x signed by the mask, then one madd by its factor
-// 1 + 2s. A batch (dot_many, after prepare) takes each token's quants as
-// x + 128 (x ^ 0x80, unsigned) against the signed weights w in [-15, 15]
-// (pairs <= 2 * 255 * 15, no saturation), and the block's 128 *
-// sum_j(factor_j * sum(w_j)) comes off once: two ops fewer a sub-block and
-// token, for a sum made once a row (one token would pay it every block).
-// Exact integers per block, as the scalar dot's, either way.
+// 1 + 2s. A batch (dot_rows, after prepare) decodes 4 rows at a time and
+// takes each token's quants once for them: as x + 128 (x ^ 0x80, unsigned)
+// against the signed weights w in [-15, 15] (pairs <= 2 * 255 * 15, no
+// saturation), the block's 128 * sum_j(factor_j * sum(w_j)) coming off
+// once, or at AVX-512 widened to int16 against w times the factor. Sums
+// made once a row, which one token would pay every block. Exact integers
+// per block, as the scalar dot's, either way.
 struct IQ3_SKind {
   static constexpr int64_t kBlock = kQKK;
   using W = BlockIQ3_S;
@@ -321,29 +322,15 @@ struct IQ3_SKind {
     }
     return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])));
   }
-  template <class Ops>
-  static float dot_many(const Decoded& w, const BlockQ8_K& x) {
-#ifdef __AVX512BW__
-    // AVX-512: a sub-block is one vpdpwssd of its 32 quants widened to
-    // int16 against the weights times the factor (products <= 127 * 465).
-    __m512i acc = _mm512_setzero_si512();
-    for (int j = 0; j < 8; ++j) acc = _mm512_dpwssd_epi32(acc, _mm512_cvtepi8_epi16(load256(x.qs + 32 * j)), w.wf[j]);
-    return x.d * w.d * static_cast<float>(_mm512_reduce_add_epi32(acc));
-#else
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int j = 0; j < 8; ++j) {
-      const __m256i xu = _mm256_xor_si256(load256(x.qs + 32 * j), flip);
-      isum[j & 1] = Ops::madd(isum[j & 1], _mm256_maddubs_epi16(xu, w.w[j]), w.factor[j]);
-    }
-    return x.d * w.d * static_cast<float>(hsum256(_mm256_add_epi32(isum[0], isum[1])) - w.offset);
-#endif
-  }
-#ifdef __AVX512BW__
-  // dot_many of R rows' block b against one token's block, each widened
-  // quant vector meeting the R rows: out[r] = row r's contribution.
-  template <int R>
+  // A batch: R rows' block b (prepared) against one token's block, each
+  // of its quant vectors meeting the R rows: out[r] = row r's contribution.
+  // AVX-512: a sub-block is one vpdpwssd of its 32 quants widened to int16
+  // against the weights times the factor (products <= 127 * 465); AVX2:
+  // one maddubs of x + 128 against the signed weights and one madd by the
+  // factor, the offset taken off the block's sum.
+  template <class Ops, int R>
   static void dot_rows(const Decoded* const (&rows)[R], int64_t b, const BlockQ8_K& x, float (&out)[R]) {
+#ifdef __AVX512BW__
     __m512i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
@@ -351,8 +338,19 @@ struct IQ3_SKind {
       for (int r = 0; r < R; ++r) acc[r] = _mm512_dpwssd_epi32(acc[r], x16, rows[r][b].wf[j]);
     }
     for (int r = 0; r < R; ++r) out[r] = x.d * rows[r][b].d * static_cast<float>(_mm512_reduce_add_epi32(acc[r]));
-  }
+#else
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i xu = _mm256_xor_si256(load256(x.qs + 32 * j), flip);
+      for (int r = 0; r < R; ++r)
+        acc[r] = Ops::madd(acc[r], _mm256_maddubs_epi16(xu, rows[r][b].w[j]), rows[r][b].factor[j]);
+    }
+    for (int r = 0; r < R; ++r)
+      out[r] = x.d * rows[r][b].d * static_cast<float>(hsum256(acc[r]) - rows[r][b].offset);
 #endif
+  }
 };
 
 // sum of a Q8_K block's quants.
@@ -497,27 +495,20 @@ float vec_dot(int64_t k, const void* w, const void* x) {
 }
 
 // row256 over a row whose blocks are decoded already, for T tokens.
-// Kinds with a batch form of their dot (IQ3_S) take it here.
 template <class Ops, class Kind, int T>
 void decoded_row(int64_t nb, const typename Kind::Decoded* dw, const uint8_t* x, size_t xs, float* y, int64_t ys) {
   float sum[T] = {};
   for (int64_t b = 0; b < nb; ++b)
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b];
-      if constexpr (requires { Kind::prepare; })
-        sum[t] += Kind::template dot_many<Ops>(dw[b], xb);
-      else
-        sum[t] += Kind::template dot<Ops>(dw[b], xb);
-    }
+    for (int t = 0; t < T; ++t) sum[t] += Kind::template dot<Ops>(dw[b], reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b]);
   for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
 }
 
-// Rows decoded together by kinds with a multi-row dot (IQ3_S at AVX-512).
+// Rows decoded together by kinds with a multi-row dot (IQ3_S).
 constexpr int kRowTile = 4;
 
 // R rows (decoded, prepared) against every token: per (row, token) the
 // blocks' contributions summed in block order, as decoded_row's.
-template <class Kind, int R>
+template <class Ops, class Kind, int R>
 void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const uint8_t* x, size_t xs,
               int64_t n_tok, float* y, int64_t ys) {
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -525,7 +516,7 @@ void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const 
     float sum[R] = {};
     for (int64_t b = 0; b < nb; ++b) {
       float part[R];
-      Kind::template dot_rows<R>(rows, b, xt[b], part);
+      Kind::template dot_rows<Ops, R>(rows, b, xt[b], part);
       for (int r = 0; r < R; ++r) sum[r] += part[r];
     }
     for (int r = 0; r < R; ++r) y[t * ys + r] = sum[r];
@@ -534,7 +525,7 @@ void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const 
 
 // dot_block's batch path for such kinds: kRowTile rows decoded at a time,
 // each token's widened quants shared by them.
-template <class Kind>
+template <class Ops, class Kind>
 void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x,
                        size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
   using Decoded = typename Kind::Decoded;
@@ -554,7 +545,7 @@ void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_r
     const auto run = [&]<int R>() {
       const Decoded* rows[R];
       for (int r = 0; r < R; ++r) rows[r] = blocks.data() + r * nb;
-      row_tile<Kind, R>(nb, rows, x, x_stride, n_tok, y + r0, y_stride);
+      row_tile<Ops, Kind, R>(nb, rows, x, x_stride, n_tok, y + r0, y_stride);
     };
     switch (nr) {
       case 1: run.template operator()<1>(); break;
@@ -575,8 +566,8 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
                int64_t n_tok, float* y, int64_t y_stride) {
   using RowFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
   static constexpr RowFn fns[kToks] = {row<Ops, Kind, 1>, row<Ops, Kind, 2>, row<Ops, Kind, 3>, row<Ops, Kind, 4>};
-  if constexpr (requires { Kind::template dot_rows<kRowTile>; }) {
-    if (n_tok > kToks) return decoded_row_tiles<Kind>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
+  if constexpr (requires { Kind::template dot_rows<Ops, kRowTile>; }) {
+    if (n_tok > kToks) return decoded_row_tiles<Ops, Kind>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
   }
   if constexpr (Kind::kBlock == kQKK) {
     if (n_tok > kToks) {
@@ -589,10 +580,7 @@ void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, con
       row_blocks.resize(static_cast<size_t>(nb));
       for (int64_t r = 0; r < n_rows; ++r) {
         const auto* wr = reinterpret_cast<const typename Kind::W*>(w + r * w_stride);
-        for (int64_t b = 0; b < nb; ++b) {
-          row_blocks[static_cast<size_t>(b)] = Kind::decode(wr[b]);
-          if constexpr (requires { Kind::prepare; }) Kind::prepare(row_blocks[static_cast<size_t>(b)]);
-        }
+        for (int64_t b = 0; b < nb; ++b) row_blocks[static_cast<size_t>(b)] = Kind::decode(wr[b]);
         for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
           const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
           dfns[nt - 1](nb, row_blocks.data(), x + t0 * x_stride, x_stride, y + t0 * y_stride + r, y_stride);
