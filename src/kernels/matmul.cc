@@ -182,6 +182,12 @@ struct ActRows {
   bool row_major = false;
 };
 
+// The one of `all` (sorted by first, each m rows from first) holding row r.
+template <class G>
+const G* holding(std::span<const G> all, int64_t r) {
+  return &*(std::upper_bound(all.begin(), all.end(), r, [](int64_t v, const G& g) { return v < g.first; }) - 1);
+}
+
 // Every item's activations in one parallel region over all their rows: a
 // prefill chunk's 128 experts each quantized in a region of its own made
 // 256 thread hand-offs per layer, and on a busy machine every hand-off can
@@ -192,8 +198,7 @@ void quantize_grouped(const PackedKernels& pk, std::span<const ActRows> acts, in
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / k);
   const size_t row_bytes = packed_act_row_bytes(k);
   pool.parallel_for(total, grain, [&](int64_t r0, int64_t r1) {
-    // The item holding row r0, then onwards.
-    auto a = std::upper_bound(acts.begin(), acts.end(), r0, [](int64_t r, const ActRows& x) { return r < x.first; }) - 1;
+    const ActRows* a = holding(acts, r0);  // then onwards
     for (int64_t r = r0; r < r1; ++r) {
       while (r >= a->first + a->m) ++a;
       const int64_t t = r - a->first;
@@ -215,12 +220,6 @@ struct Gather {
   uint8_t* out;
   int64_t first;
 };
-
-// The gather holding row r of all of them together, sorted by first.
-template <class G>
-const G* holding(std::span<const G> gathers, int64_t r) {
-  return &*(std::upper_bound(gathers.begin(), gathers.end(), r, [](int64_t v, const G& g) { return v < g.first; }) - 1);
-}
 
 void gather_blocks(std::span<const Gather> gathers, int64_t total, int64_t k, ThreadPool& pool) {
   const int64_t nb = k / kQK32;

@@ -280,10 +280,11 @@ struct IQ3_SKind {
     __m256i mag[8];       // sub-block j's magnitudes
     __m256i negative[8];  // 0xFF where its element is negative
     __m256i factor[8];    // its factor, in every int16 lane
-    __m256i w[8];         // its signed weights, by prepare
-    int offset;           // 128 * sum_j factor_j * sum(w_j), by prepare
 #ifdef __AVX512BW__
-    __m512i wf[8];  // its weights times its factor, int16 (|.| <= 465), by prepare
+    __m512i wf[8];  // its signed weights times its factor, int16 (|.| <= 465), by prepare
+#else
+    __m256i w[8];  // its signed weights, by prepare
+    int offset;    // 128 * sum_j factor_j * sum(w_j), by prepare
 #endif
     float d;
   };
@@ -302,15 +303,20 @@ struct IQ3_SKind {
     return r;
   }
   static void prepare(Decoded& w) {
+#ifndef __AVX512BW__
     __m256i sums = _mm256_setzero_si256();
+#endif
     for (int j = 0; j < 8; ++j) {
-      w.w[j] = _mm256_sub_epi8(_mm256_xor_si256(w.mag[j], w.negative[j]), w.negative[j]);
-      sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), w.w[j]), w.factor[j]));
-    }
-    w.offset = 128 * hsum256(sums);
+      const __m256i signed_w = _mm256_sub_epi8(_mm256_xor_si256(w.mag[j], w.negative[j]), w.negative[j]);
 #ifdef __AVX512BW__
-    for (int j = 0; j < 8; ++j)
-      w.wf[j] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(w.w[j]), _mm512_broadcastw_epi16(_mm256_castsi256_si128(w.factor[j])));
+      w.wf[j] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(signed_w), _mm512_broadcastw_epi16(_mm256_castsi256_si128(w.factor[j])));
+#else
+      w.w[j] = signed_w;
+      sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), signed_w), w.factor[j]));
+#endif
+    }
+#ifndef __AVX512BW__
+    w.offset = 128 * hsum256(sums);
 #endif
   }
   template <class Ops>
@@ -494,20 +500,21 @@ float vec_dot(int64_t k, const void* w, const void* x) {
   return y;
 }
 
-// row256 over a row whose blocks are decoded already, for T tokens.
-template <class Ops, class Kind, int T>
-void decoded_row(int64_t nb, const typename Kind::Decoded* dw, const uint8_t* x, size_t xs, float* y, int64_t ys) {
-  float sum[T] = {};
-  for (int64_t b = 0; b < nb; ++b)
-    for (int t = 0; t < T; ++t) sum[t] += Kind::template dot<Ops>(dw[b], reinterpret_cast<const BlockQ8_K*>(x + t * xs)[b]);
-  for (int t = 0; t < T; ++t) y[t * ys] = sum[t];
-}
-
-// Rows decoded together by kinds with a multi-row dot (IQ3_S).
+// Rows a batch decodes together (256-element kinds).
 constexpr int kRowTile = 4;
 
-// R rows (decoded, prepared) against every token: per (row, token) the
-// blocks' contributions summed in block order, as decoded_row's.
+// R rows' block b against one token's block: the kind's multi-row dot
+// (IQ3_S: each quant vector meets the R rows), or its dot row by row.
+template <class Ops, class Kind, int R>
+void rows_dot(const typename Kind::Decoded* const (&rows)[R], int64_t b, const BlockQ8_K& x, float (&out)[R]) {
+  if constexpr (requires { Kind::template dot_rows<Ops, R>; })
+    Kind::template dot_rows<Ops, R>(rows, b, x, out);
+  else
+    for (int r = 0; r < R; ++r) out[r] = Kind::template dot<Ops>(rows[r][b], x);
+}
+
+// R rows (decoded) against every token: per (row, token) the blocks'
+// contributions summed in block order, as row256's.
 template <class Ops, class Kind, int R>
 void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const uint8_t* x, size_t xs,
               int64_t n_tok, float* y, int64_t ys) {
@@ -516,15 +523,16 @@ void row_tile(int64_t nb, const typename Kind::Decoded* const (&rows)[R], const 
     float sum[R] = {};
     for (int64_t b = 0; b < nb; ++b) {
       float part[R];
-      Kind::template dot_rows<Ops, R>(rows, b, xt[b], part);
+      rows_dot<Ops, Kind, R>(rows, b, xt[b], part);
       for (int r = 0; r < R; ++r) sum[r] += part[r];
     }
     for (int r = 0; r < R; ++r) y[t * ys + r] = sum[r];
   }
 }
 
-// dot_block's batch path for such kinds: kRowTile rows decoded at a time,
-// each token's widened quants shared by them.
+// dot_block's batch path for the 256-element kinds: kRowTile rows decoded
+// (and prepared, where the kind's multi-row dot wants it) at a time, once
+// for all the tokens.
 template <class Ops, class Kind>
 void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x,
                        size_t x_stride, int64_t n_tok, float* y, int64_t y_stride) {
@@ -539,7 +547,7 @@ void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_r
       for (int64_t b = 0; b < nb; ++b) {
         Decoded& d = blocks[static_cast<size_t>(r * nb + b)];
         d = Kind::decode(wr[b]);
-        Kind::prepare(d);
+        if constexpr (requires { Kind::prepare; }) Kind::prepare(d);
       }
     }
     const auto run = [&]<int R>() {
@@ -558,37 +566,16 @@ void decoded_row_tiles(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_r
 
 // A TypeKernels::dot_block: a row at a time (the weights one linear stream),
 // each decoded block meeting up to kToks tokens. For longer batches the
-// 256-element kinds decode each row once for all its tokens: IQ3_S's
-// lookups cost more than its dots, and decoding per 4 tokens held a
-// TinyLlama-shaped prefill to 0.3x llama.cpp's.
+// 256-element kinds decode each row once for all its tokens
+// (decoded_row_tiles): IQ3_S's lookups cost more than its dots, and
+// decoding per 4 tokens held a TinyLlama-shaped prefill to 0.3x llama.cpp's.
 template <class Ops, class Kind>
 void dot_block(int64_t k, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* x, size_t x_stride,
                int64_t n_tok, float* y, int64_t y_stride) {
   using RowFn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
   static constexpr RowFn fns[kToks] = {row<Ops, Kind, 1>, row<Ops, Kind, 2>, row<Ops, Kind, 3>, row<Ops, Kind, 4>};
-  if constexpr (requires { Kind::template dot_rows<Ops, kRowTile>; }) {
+  if constexpr (Kind::kBlock == kQKK)
     if (n_tok > kToks) return decoded_row_tiles<Ops, Kind>(k, w, w_stride, n_rows, x, x_stride, n_tok, y, y_stride);
-  }
-  if constexpr (Kind::kBlock == kQKK) {
-    if (n_tok > kToks) {
-      using Decoded = typename Kind::Decoded;
-      using DecodedFn = void (*)(int64_t, const Decoded*, const uint8_t*, size_t, float*, int64_t);
-      static constexpr DecodedFn dfns[kToks] = {decoded_row<Ops, Kind, 1>, decoded_row<Ops, Kind, 2>,
-                                                decoded_row<Ops, Kind, 3>, decoded_row<Ops, Kind, 4>};
-      thread_local std::vector<Decoded> row_blocks;
-      const int64_t nb = k / kQKK;
-      row_blocks.resize(static_cast<size_t>(nb));
-      for (int64_t r = 0; r < n_rows; ++r) {
-        const auto* wr = reinterpret_cast<const typename Kind::W*>(w + r * w_stride);
-        for (int64_t b = 0; b < nb; ++b) row_blocks[static_cast<size_t>(b)] = Kind::decode(wr[b]);
-        for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
-          const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;
-          dfns[nt - 1](nb, row_blocks.data(), x + t0 * x_stride, x_stride, y + t0 * y_stride + r, y_stride);
-        }
-      }
-      return;
-    }
-  }
   for (int64_t r = 0; r < n_rows; ++r)
     for (int64_t t0 = 0; t0 < n_tok; t0 += kToks) {
       const int64_t nt = n_tok - t0 < kToks ? n_tok - t0 : kToks;

@@ -1004,11 +1004,6 @@ void DecoderModel::dense_ffn(const LayerWeights& w, int32_t n, ThreadPool& pool)
   join_ranks(n);
 }
 
-// Every active expert runs once over the rows routed to it (all of a
-// decode step's, or a prefill chunk's), so its weights stream once per
-// step; all experts' products go in one grouped matmul (gate and up
-// together, then down), and each row's outputs add up in expert order,
-// whatever the batch.
 // The observer sees an item's input rows, one at a time where they are
 // picked from the batch.
 void DecoderModel::observe_item(const MatmulItem& item) {
@@ -1017,6 +1012,11 @@ void DecoderModel::observe_item(const MatmulItem& item) {
     observer_->observe(*item.w, item.x + static_cast<int64_t>(item.rows[t]) * item.w->ne[0], 1);
 }
 
+// Every active expert runs once over the rows routed to it (all of a
+// decode step's, or a prefill chunk's), so its weights stream once per
+// step; all experts' products go in one grouped matmul (gate and up
+// together, then down), and each row's outputs add up in expert order,
+// whatever the batch.
 void DecoderModel::moe_ffn(int layer, int32_t n, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
