@@ -150,6 +150,21 @@ def spm_model(model_type):
     return out + field(2, 2, trainer) + field(3, 2, normalizer)
 
 
+# ---- Nested JSON programs (fuzz/fuzz_nested_json.cc) --------------------------
+# A byte's low 3 bits are the op (0 '[', 1 '{', 2 close, 3 scalar, 5 string,
+# 6 number), its high 5 bits k a count of 1 + 64 k^2; the first byte picks
+# the field. Each field gets a small value and a deep one; the bare parser
+# gets values one level within and one past the bound of 128.
+def nested_json_seeds():
+    small = bytes([0x01, 0x05, 0x00, 0x03, 0x06, 0x02, 0x1B])
+    deep = bytes([0xF8, 0xF9, 0x03])
+    for place in range(11):
+        yield f"place{place}_small", bytes([place]) + small
+        yield f"place{place}_deep", bytes([place]) + deep
+    yield "bound_128", bytes([10, 0x08]) + bytes(63) + b"\x03"
+    yield "bound_129", bytes([10, 0x08]) + bytes(64) + b"\x03"
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "seeds", target)
     os.makedirs(d, exist_ok=True)
@@ -163,3 +178,5 @@ if __name__ == "__main__":
     write("fuzz_safetensors", "four.safetensors", safetensors())
     write("fuzz_spm_model", "bpe.model", spm_model(2))
     write("fuzz_spm_model", "unigram.model", spm_model(1))
+    for name, data in nested_json_seeds():
+        write("fuzz_nested_json", name, data)

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 shift || true
 all_targets=(fuzz_gguf fuzz_safetensors fuzz_hf_config fuzz_hf_tokenizer fuzz_spm_model fuzz_jinja fuzz_openai_request
-             fuzz_grammar fuzz_chat_output fuzz_http_request fuzz_server_bodies)
+             fuzz_grammar fuzz_chat_output fuzz_http_request fuzz_server_bodies fuzz_nested_json)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 shared=${DUET_SHARED_DIR:-../shared}
@@ -35,10 +35,12 @@ python3 fuzz/shared_seeds.py "$shared" "$work/shared"
 # Input size caps: small inputs run fast and still reach every branch.
 declare -A max_len=([fuzz_gguf]=16384 [fuzz_hf_tokenizer]=16384 [fuzz_safetensors]=4096
                     [fuzz_hf_config]=4096 [fuzz_spm_model]=8192 [fuzz_jinja]=8192 [fuzz_openai_request]=4096
-                    [fuzz_grammar]=4096 [fuzz_chat_output]=4096 [fuzz_http_request]=4096 [fuzz_server_bodies]=4096)
+                    [fuzz_grammar]=4096 [fuzz_chat_output]=4096 [fuzz_http_request]=4096 [fuzz_server_bodies]=4096
+                    [fuzz_nested_json]=256)
 declare -A dict=([fuzz_gguf]=gguf [fuzz_hf_tokenizer]=json [fuzz_safetensors]=json [fuzz_hf_config]=json
                  [fuzz_spm_model]="" [fuzz_jinja]=jinja [fuzz_openai_request]=json [fuzz_grammar]=json
-                 [fuzz_chat_output]=chat_output [fuzz_http_request]=http [fuzz_server_bodies]=json)
+                 [fuzz_chat_output]=chat_output [fuzz_http_request]=http [fuzz_server_bodies]=json
+                 [fuzz_nested_json]="")
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

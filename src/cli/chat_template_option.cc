@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "core/json_parse.h"
 #include "tokenizer/chat_templates_builtin.h"
 
 namespace duet::cli {
@@ -18,8 +19,9 @@ std::string builtin_names() {
 // A tokenizer_config.json's chat_template: a string, or a list of
 // {"name", "template"} from which "default" is taken.
 Result<std::string> template_from_config(const std::string& path, const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("chat_template"))
+  const auto parsed = parse_json(text);
+  const nlohmann::json j = parsed.ok() ? *parsed : nlohmann::json();
+  if (!j.is_object() || !j.contains("chat_template"))
     return err(path, ": a JSON file must be a tokenizer_config.json with \"chat_template\"");
   const auto& t = j["chat_template"];
   if (t.is_string()) return t.get<std::string>();

@@ -24,6 +24,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/svg_chart.h"
+#include "core/json_parse.h"
 #include "engine/engine_loop.h"
 #include "server/openai_server.h"
 
@@ -131,8 +132,9 @@ Sample run_one(const std::string& host, int port, const std::string& key, const 
       const std::string event = buf.substr(0, end);
       buf.erase(0, end + 2);
       if (event.rfind("data: ", 0) != 0 || event == "data: [DONE]") continue;
-      const json j = json::parse(event.substr(6), nullptr, false);
-      if (j.is_discarded()) continue;
+      const auto parsed = parse_json(std::string_view(event).substr(6));
+      if (!parsed.ok()) continue;
+      const json& j = *parsed;
       if (j.contains("error")) s.error = j["error"].value("message", "error");
       if (j.contains("usage") && j["usage"].is_object()) s.output_tokens = j["usage"].value("completion_tokens", 0);
       if (!j.contains("choices") || j["choices"].empty()) continue;

@@ -7,6 +7,7 @@
 #include "cli/chat_template_option.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "core/json_parse.h"
 #include "tokenizer/jinja/json_value.h"
 
 namespace duet::cli {
@@ -27,10 +28,12 @@ struct RenderOptions {
 // a string "role".
 Result<ChatInput> parse_conversation(const std::string& path) {
   DUET_ASSIGN(const std::string text, read_text(path));
-  const auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto parsed = parse_json<nlohmann::ordered_json>(text);
+  if (!parsed.ok()) return err(path, ": ", parsed.error().message);
+  const auto& j = *parsed;
   const bool is_object = j.is_object();
   const auto& messages = is_object && j.contains("messages") ? j["messages"] : j;
-  if (j.is_discarded() || !messages.is_array())
+  if (!messages.is_array())
     return err(path, ": expected a JSON array of messages or an object with \"messages\"");
   for (size_t i = 0; i < messages.size(); ++i) {
     const auto& m = messages[i];

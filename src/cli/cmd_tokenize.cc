@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "core/json_parse.h"
 #include "formats/gguf.h"
 #include "formats/hf_tokenizer_import.h"
 #include "tokenizer/tokenizer.h"
@@ -64,7 +65,8 @@ Result<void> run_jsonl(const Tokenizer& tok, const Options& o, const std::string
   size_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
-    const nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto value = parse_json(line);
+    const nlohmann::json parsed = value.ok() ? *value : nlohmann::json();
     if (!parsed.is_string())
       return err("--jsonl input line ", line_no, " is not a JSON string");
     const std::vector<int32_t> ids =

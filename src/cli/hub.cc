@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/download.h"
+#include "core/json_parse.h"
 
 namespace duet::cli {
 namespace fs = std::filesystem;
@@ -70,7 +71,8 @@ Result<std::vector<HubFile>> list_repo_files(const HubConfig& hub, const std::st
     return err(repo, ": HTTP ", res->status, " from ", hub.endpoint, " (a gated or private repository needs HF_TOKEN)");
   if (res->status == 404) return err("no repository '", repo, "' at ", hub.endpoint);
   if (res->status != 200) return err("listing ", repo, " at ", hub.endpoint, ": HTTP ", res->status);
-  const nlohmann::json j = nlohmann::json::parse(res->body, nullptr, false);
+  const auto parsed = parse_json(res->body);
+  const nlohmann::json j = parsed.ok() ? *parsed : nlohmann::json();
   if (!j.is_array()) return err("listing ", repo, " at ", hub.endpoint, ": not a JSON array of files");
   std::vector<HubFile> files;
   for (const auto& e : j) {

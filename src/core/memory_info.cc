@@ -1,5 +1,9 @@
 #include "core/memory_info.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -97,6 +101,12 @@ ResidentMemory parse_resident_memory(std::istream& status) {
 ResidentMemory resident_memory() {
   std::ifstream in("/proc/self/status");
   return parse_resident_memory(in);
+}
+
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace duet

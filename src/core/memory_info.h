@@ -26,4 +26,10 @@ ResidentMemory resident_memory();
 // The same from the text of a /proc/PID/status file.
 ResidentMemory parse_resident_memory(std::istream& status);
 
+// Gives the free pages inside the heap back to the system. glibc returns
+// only the heap's top on free(); a request that built many small objects
+// leaves its pages resident, scattered among live ones, until this is
+// called (malloc_trim). A no-op elsewhere.
+void release_free_memory();
+
 }  // namespace duet

@@ -1,4 +1,5 @@
 #include "formats/hf_config.h"
+#include "core/json_parse.h"
 
 #include <cmath>
 #include <fstream>
@@ -332,8 +333,9 @@ Status read_deepseek2(const json& j, const std::string& src, HfConfig& c) {
 }  // namespace
 
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& src) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return err(src, ": not valid JSON");
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return err(src, ": ", parsed.error().message);
+  const json& j = *parsed;
   if (!j.is_object()) return err(src, ": not a JSON object");
   HfConfig c;
   const json* archs = field(j, "architectures");

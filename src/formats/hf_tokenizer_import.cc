@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_parse.h"
 #include "formats/llama_names.h"
 
 namespace duet {
@@ -37,9 +38,9 @@ Result<std::string> read_text(const std::string& path) {
 }
 
 Result<json> parse_object(std::string_view text, const std::string& path) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return err(path, ": not valid JSON");
-  if (!j.is_object()) return err(path, ": not a JSON object");
+  auto j = parse_json(text);
+  if (!j.ok()) return err(path, ": ", j.error().message);
+  if (!j->is_object()) return err(path, ": not a JSON object");
   return j;
 }
 

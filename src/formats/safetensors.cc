@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_parse.h"
 #include "formats/checked_math.h"
 
 namespace duet {
@@ -106,8 +107,9 @@ Status SafetensorsFile::parse() {
   if (header_len > kMaxHeaderBytes)
     return err(path, ": header length ", header_len, " exceeds the limit of ", kMaxHeaderBytes);
   const char* text = reinterpret_cast<const char*>(file_.data() + 8);
-  const json header = json::parse(text, text + header_len, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) return err(path, ": header is not valid JSON");
+  auto parsed = parse_json(std::string_view(text, header_len));
+  if (!parsed.ok()) return err(path, ": header is ", parsed.error().message);
+  const json& header = *parsed;
   if (!header.is_object()) return err(path, ": header is not a JSON object");
 
   const uint64_t data_start = 8 + header_len;
@@ -153,8 +155,9 @@ Result<SafetensorsCheckpoint> SafetensorsCheckpoint::open_dir(const std::string&
     std::ifstream in(index_path, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    const json index = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (index.is_discarded() || !index.is_object())
+    const auto parsed = parse_json(ss.str());
+    const json index = parsed.ok() ? *parsed : json();
+    if (!index.is_object())
       return err(index_path.string(), ": not a valid JSON object");
     const auto wm = index.find("weight_map");
     if (wm == index.end() || !wm->is_object())

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/json_parse.h"
 #include "grammar/gbnf_text.h"
 #include "grammar/number_ranges.h"
 #include "grammar/regex_to_gbnf.h"
@@ -641,13 +642,14 @@ class SchemaCompiler {
 }  // namespace
 
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json, const JsonSchemaLimits& limits) {
-  Json schema = Json::parse(schema_json, nullptr, false);
-  if (schema.is_discarded()) {
-    Error e = err("json schema error: the schema is not valid JSON");
+  auto parsed = parse_json<Json>(schema_json);
+  if (!parsed.ok()) {
+    Error e = err("json schema error: the schema is ",
+                  parsed.error().code == "json_too_deep" ? parsed.error().message : "not valid JSON");
     e.code = "json_schema";
     return e;
   }
-  return SchemaCompiler(schema, limits).compile();
+  return SchemaCompiler(*parsed, limits).compile();
 }
 
 Result<std::shared_ptr<const Grammar>> json_schema_to_grammar(std::string_view schema_json,

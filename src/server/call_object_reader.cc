@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_parse.h"
 #include "server/json_depth.h"
 
 namespace duet::server {
@@ -86,9 +87,9 @@ class HeadReader {
       if (s_[i] == '\\') {
         ++i;
       } else if (s_[i] == '"') {
-        const auto j = nlohmann::json::parse(s_.substr(at_, i + 1 - at_), nullptr, false);
-        if (!j.is_string()) return HeadMatch::kNo;
-        out = j.get<std::string>();
+        const auto j = parse_json(s_.substr(at_, i + 1 - at_));
+        if (!j.ok() || !j->is_string()) return HeadMatch::kNo;
+        out = j->get<std::string>();
         at_ = i + 1;
         return HeadMatch::kDone;
       }

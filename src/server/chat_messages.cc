@@ -1,4 +1,5 @@
 #include "server/chat_messages.h"
+#include "core/json_parse.h"
 
 #include <set>
 
@@ -37,8 +38,8 @@ std::optional<ApiError> read_tool_call(const Json& c, const std::string& where, 
   // Templates print arguments with tojson, so they get the object when the
   // text is one (a JSON string of it would be printed quoted).
   const std::string& text = c["function"]["arguments"].get_ref<const std::string&>();
-  Json args = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (args.is_discarded() || !args.is_object()) args = text;
+  auto parsed = parse_json<Json>(text);
+  Json args = parsed.ok() && parsed->is_object() ? std::move(*parsed) : Json(text);
   out = {{"id", c["id"]},
          {"type", "function"},
          {"function", {{"name", c["function"]["name"]}, {"arguments", std::move(args)}}}};

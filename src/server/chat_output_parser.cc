@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/json_parse.h"
 #include "server/json_depth.h"
 
 namespace duet::server {
@@ -44,8 +45,10 @@ size_t json_value_end(std::string_view s) {
 bool parse_bounded(std::string_view s, Json& out) {
   s = trim(s);
   if (s.empty() || (s[0] != '{' && s[0] != '[') || json_value_end(s) != s.size()) return false;
-  out = Json::parse(s, nullptr, /*allow_exceptions=*/false);
-  return !out.is_discarded();
+  auto parsed = parse_json<Json>(s);
+  if (!parsed.ok()) return false;
+  out = std::move(*parsed);
+  return true;
 }
 
 // {"name": "...", "arguments": {...}} (or "parameters", Llama's word; or the

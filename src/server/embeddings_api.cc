@@ -68,9 +68,8 @@ std::optional<ApiError> read_inputs(const json& v, const Tokenizer& tok, Embeddi
 
 std::optional<ApiError> parse_embeddings_body(std::string_view body, const Tokenizer& tok, int32_t dim,
                                               EmbeddingsRequest& out) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return invalid("the request body is not valid JSON");
-  if (!j.is_object()) return invalid("the request body must be a JSON object");
+  json j;
+  if (auto e = parse_body(body, j)) return e;
   Fields f(j);
   if (const json* m = f.get("model")) {
     if (!m->is_string()) return wrong_type("model", "a string");

@@ -7,7 +7,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 
+#include "core/json_parse.h"
 #include "server/api_error.h"
 
 namespace duet::server {
@@ -33,6 +36,24 @@ class Fields {
   const nlohmann::json& obj_;
   std::set<std::string> seen_;
 };
+
+// A request body: one JSON object, nested at most kMaxJsonDepth deep (the
+// bound every endpoint shares, checked while parsing: core/json_parse.h).
+template <class J = nlohmann::json>
+std::optional<ApiError> parse_body(std::string_view body, J& out) {
+  std::string field;
+  auto parsed = parse_json<J>(body, kMaxJsonDepth, &field);
+  if (!parsed.ok()) {
+    if (parsed.error().code == "json_too_deep")
+      return invalid(field.empty() ? "the request body is " + parsed.error().message
+                                   : "'" + field + "' is " + parsed.error().message,
+                     field, "json_too_deep");
+    return invalid("the request body is not valid JSON");
+  }
+  if (!parsed->is_object()) return invalid("the request body must be a JSON object");
+  out = std::move(*parsed);
+  return std::nullopt;
+}
 
 inline ApiError wrong_type(const std::string& field, const char* expected) {
   return invalid("'" + field + "' must be " + expected, field);

@@ -71,8 +71,11 @@ std::optional<ApiError> read_logit_bias(Fields& f, std::vector<TokenBias>& out) 
   if (!lb->is_object()) return wrong_type("logit_bias", "an object mapping token ids to biases");
   for (auto it = lb->begin(); it != lb->end(); ++it) {
     const std::string& key = it.key();
+    // A token id as JSON writes an integer: digits, no leading zero ("05"
+    // names no token the client could have meant for sure).
     const bool digits = !key.empty() && key.size() <= 9 &&
-                        key.find_first_not_of("0123456789") == std::string::npos;
+                        key.find_first_not_of("0123456789") == std::string::npos &&
+                        (key.size() == 1 || key[0] != '0');
     if (!digits) return invalid("'logit_bias' key '" + key + "' is not a token id", "logit_bias");
     if (!it->is_number())
       return invalid("'logit_bias' value for token " + key + " must be a number", "logit_bias");
@@ -109,12 +112,9 @@ std::optional<ApiError> read_prompt(Fields& f, GenerateRequest& out) {
 }
 
 // The schema at body.response_format[.json_schema].schema, in the client's
-// key order when the raw body is at hand.
-std::string schema_text(const json& schema, std::string_view raw_body, bool nested) {
-  if (raw_body.empty()) return schema.dump();
-  const auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, false);
-  if (ordered.is_discarded()) return schema.dump();
-  const auto& rf = ordered["response_format"];
+// key order.
+std::string schema_text(const nlohmann::ordered_json& body, bool nested) {
+  const auto& rf = body["response_format"];
   return (nested ? rf["json_schema"]["schema"] : rf["schema"]).dump();
 }
 
@@ -134,7 +134,7 @@ std::shared_ptr<const Grammar> any_object_grammar() {
   return g;
 }
 
-std::optional<ApiError> read_response_format(Fields& f, std::string_view raw_body,
+std::optional<ApiError> read_response_format(Fields& f, const nlohmann::ordered_json& ordered,
                                              std::shared_ptr<const Grammar>& out) {
   const json* rf = f.get("response_format");
   if (!rf) return std::nullopt;
@@ -145,8 +145,8 @@ std::optional<ApiError> read_response_format(Fields& f, std::string_view raw_bod
   rff.get("type");
   if (type == "text") {
   } else if (type == "json_object") {
-    if (const json* schema = rff.get("schema")) {
-      DUET_API_TRY(compile_schema(schema_text(*schema, raw_body, false), "response_format.schema", out));
+    if (rff.get("schema")) {
+      DUET_API_TRY(compile_schema(schema_text(ordered, false), "response_format.schema", out));
     } else {
       out = any_object_grammar();
     }
@@ -165,21 +165,13 @@ std::optional<ApiError> read_response_format(Fields& f, std::string_view raw_bod
       return invalid("'response_format.json_schema.schema' is required", "response_format.json_schema.schema");
     if (auto u = jf.unknown())
       return invalid("unknown field '" + *u + "' in response_format.json_schema", "response_format.json_schema." + *u);
-    DUET_API_TRY(compile_schema(schema_text(*schema, raw_body, true), "response_format.json_schema.schema", out));
+    DUET_API_TRY(compile_schema(schema_text(ordered, true), "response_format.json_schema.schema", out));
   } else {
     return invalid("'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'",
                    "response_format.type");
   }
   if (auto u = rff.unknown()) return invalid("unknown field '" + *u + "' in response_format", "response_format." + *u);
   return std::nullopt;
-}
-
-nlohmann::ordered_json ordered_body(const json& body, std::string_view raw_body) {
-  if (!raw_body.empty()) {
-    auto o = nlohmann::ordered_json::parse(raw_body, nullptr, false);
-    if (o.is_object()) return o;
-  }
-  return nlohmann::ordered_json::parse(body.dump());
 }
 
 // vLLM's and llama.cpp's chat_template_kwargs: variables for the template
@@ -193,9 +185,10 @@ std::optional<ApiError> read_template_kwargs(Fields& f, const nlohmann::ordered_
   return std::nullopt;
 }
 
-std::optional<ApiError> read_grammar(Fields& f, std::string_view raw_body, std::shared_ptr<const Grammar>& out) {
+std::optional<ApiError> read_grammar(Fields& f, const nlohmann::ordered_json& ordered,
+                                     std::shared_ptr<const Grammar>& out) {
   std::shared_ptr<const Grammar> from_format;
-  DUET_API_TRY(read_response_format(f, raw_body, from_format));
+  DUET_API_TRY(read_response_format(f, ordered, from_format));
   if (const json* g = f.get("grammar")) {
     if (!g->is_string()) return wrong_type("grammar", "a string (GBNF)");
     if (from_format) return invalid("give either 'grammar' or a JSON 'response_format', not both", "grammar");
@@ -210,18 +203,17 @@ std::optional<ApiError> read_grammar(Fields& f, std::string_view raw_body, std::
 
 }  // namespace
 
-std::optional<ApiError> parse_generate_request(const json& body, bool chat, GenerateRequest& out,
-                                               std::string_view raw_body) {
-  if (!body.is_object()) return invalid("the request body must be a JSON object");
+std::optional<ApiError> parse_generate_request(const json& body, const nlohmann::ordered_json& ordered, bool chat,
+                                               GenerateRequest& out) {
+  if (!body.is_object() || !ordered.is_object()) return invalid("the request body must be a JSON object");
   Fields f(body);
   out.chat = chat;
   if (const json* m = f.get("model")) {
     if (!m->is_string()) return wrong_type("model", "a string");
     out.model = m->get<std::string>();
   }
-  // Chat's structured fields keep the client's key order (templates print
-  // tool schemas as they came).
-  const nlohmann::ordered_json ordered = chat ? ordered_body(body, raw_body) : nlohmann::ordered_json();
+  // Chat's structured fields and schemas keep the client's key order
+  // (templates print tool schemas as they came).
   if (chat) {
     f.get("messages");
     DUET_API_TRY(read_chat_messages(ordered, out.messages, out.template_messages));
@@ -304,15 +296,17 @@ std::optional<ApiError> parse_generate_request(const json& body, bool chat, Gene
     DUET_API_TRY(read_chat_tools(ordered, out.tools));
     DUET_API_TRY(read_template_kwargs(f, ordered, out.template_kwargs));
   }
-  DUET_API_TRY(read_grammar(f, raw_body, out.params.grammar));
+  DUET_API_TRY(read_grammar(f, ordered, out.params.grammar));
   if (auto u = f.unknown()) return invalid("unknown field '" + *u + "'", *u);
   return std::nullopt;
 }
 
 std::optional<ApiError> parse_generate_body(std::string_view body, bool chat, GenerateRequest& out) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return invalid("the request body is not valid JSON");
-  return parse_generate_request(j, chat, out, body);
+  json j;
+  DUET_API_TRY(parse_body(body, j));
+  nlohmann::ordered_json ordered;
+  DUET_API_TRY(parse_body(body, ordered));
+  return parse_generate_request(j, ordered, chat, out);
 }
 
 }  // namespace duet::server

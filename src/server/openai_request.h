@@ -64,8 +64,9 @@ struct GenerateRequest {
 //
 // Chat also takes tools, tool_choice and parallel_tool_calls (chat_tools.h),
 // messages with tool calls and tool results, and chat_template_kwargs.
-std::optional<ApiError> parse_generate_request(const nlohmann::json& body, bool chat,
-                                               GenerateRequest& out, std::string_view raw_body = {});
+// `ordered` is the same body in the client's key order.
+std::optional<ApiError> parse_generate_request(const nlohmann::json& body, const nlohmann::ordered_json& ordered,
+                                               bool chat, GenerateRequest& out);
 
 // The same from the body's text as it came off the wire: what the server
 // runs on every request, with no HTTP around it (fuzz/fuzz_openai_request.cc).

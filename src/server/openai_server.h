@@ -40,6 +40,9 @@ struct ServerConfig {
   int32_t max_tokens_limit = 0;     // a larger max_tokens is a 400; 0: no cap
   int32_t max_prompt_tokens = 0;    // a longer prompt is a 400; 0: the context
   int32_t max_n = 16;               // most choices (n) per request; more is a 400
+  // Most tokens /tokenize returns for one request (0: no cap); more is a
+  // 400. With pieces, 256 K tokens are a response of ~5 MB.
+  int32_t max_tokenize_tokens = 1 << 18;
   int32_t request_timeout_ms = 0;   // a request still running then ends with an error; 0: none
   // A non-streamed request not finished within this long is answered with
   // whitespace heartbeats before its JSON, to notice a client that leaves.

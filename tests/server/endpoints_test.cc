@@ -90,6 +90,32 @@ TEST(Tokenize, APieceThatIsPartOfACharacterIsItsBytes) {
   EXPECT_EQ(bytes, (std::vector<int>{0xC3, 0xBC})) << r.body.dump();
 }
 
+// --max-tokenize-tokens caps the response (each token with its piece is
+// ~20 bytes of JSON, several times the text it came from); at the cap the
+// answer is whole, past it a 400 that says so, and 0 means no cap.
+TEST(Tokenize, TheTokenCapIsA400PastIt) {
+  HarnessOptions o;
+  o.server.max_tokenize_tokens = 50;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  const Tokenizer& tok = s.model().tokenizer();
+  std::string text;
+  while (tok.encode(text, false).size() < 50) text += "a cat ";
+  while (tok.encode(text, false).size() > 50) text.pop_back();
+  ASSERT_EQ(tok.encode(text, false).size(), 50u);
+  Reply at = post(s, "/tokenize", json{{"content", text}, {"with_pieces", true}});
+  ASSERT_EQ(at.status, 200) << at.body.dump();
+  EXPECT_EQ(at.body["tokens"].size(), 50u);
+  Reply past = post(s, "/tokenize", json{{"content", text + " dog"}, {"with_pieces", true}});
+  expect_400(past, "more than the 50 one request may tokenize", "content");
+  EXPECT_EQ(past.body["error"]["code"], "too_many_tokens");
+
+  o.server.max_tokenize_tokens = 0;
+  TestServer uncapped(o);
+  ASSERT_TRUE(uncapped.ok());
+  EXPECT_EQ(post(uncapped, "/tokenize", json{{"content", text + text}}).status, 200);
+}
+
 TEST(Tokenize, BadBodiesAre400s) {
   TestServer s;
   ASSERT_TRUE(s.ok());

@@ -144,10 +144,15 @@ TEST(GrammarApi, BadGrammarsAndSchemasAre400sSayingWhy) {
              "response_format.json_schema.schema", {"#/type", "strnig"});
   expect_400(s, "/v1/chat/completions", chat_body(schema_format({{"$ref", "#/$defs/nope"}}), 1),
              "response_format.json_schema.schema", {"does not resolve"});
+  // Past the schema compiler's 48 subschemas, and past the body's 128
+  // levels of JSON (refused while parsing, naming the top-level field).
   json deep = {{"type", "null"}};
-  for (int i = 0; i < 500; ++i) deep = {{"type", "array"}, {"items", deep}};
+  for (int i = 0; i < 60; ++i) deep = {{"type", "array"}, {"items", deep}};
   expect_400(s, "/v1/chat/completions", chat_body(schema_format(deep), 1), "response_format.json_schema.schema",
-             {"deeper than"});
+             {"deeper than 48"});
+  for (int i = 0; i < 440; ++i) deep = {{"type", "array"}, {"items", deep}};
+  expect_400(s, "/v1/chat/completions", chat_body(schema_format(deep), 1), "response_format",
+             {"nested deeper than 128"});
   expect_400(s, "/v1/chat/completions", chat_body({{"type", "json_schema"}, {"json_schema", {{"name", "s"}}}}, 1),
              "response_format.json_schema.schema", {"required"});
   expect_400(s, "/v1/chat/completions", chat_body({{"type", "yaml"}}, 1), "response_format.type", {"yaml"});

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/json_parse.h"
 #include "server/openai_request.h"
 
 namespace duet::server {
@@ -50,6 +51,33 @@ TEST(OpenAiRequest, InvalidJsonAndNonObjects) {
     auto e = parse(body, false);
     ASSERT_TRUE(e) << body;
     EXPECT_EQ(e->status, 400);
+  }
+}
+
+// A token id as JSON writes an integer; "05" could mean 5 or be a typo.
+TEST(OpenAiRequest, LogitBiasKeysAreIntegersWithoutLeadingZeros) {
+  for (const char* key : {"05", "00", "+5", " 5", "5.0", "-1", "", "1e3", "1234567890"}) {
+    auto e = parse(std::string(R"({"prompt": "a", "logit_bias": {")") + key + R"(": 1}})", false);
+    ASSERT_TRUE(e) << key;
+    EXPECT_EQ(e->param, "logit_bias") << key;
+  }
+  for (const char* key : {"0", "5", "123456789"}) {
+    GenerateRequest r;
+    ASSERT_FALSE(parse(std::string(R"({"prompt": "a", "logit_bias": {")") + key + R"(": 1}})", false, &r)) << key;
+    ASSERT_EQ(r.params.sampling.logit_bias.size(), 1u);
+    EXPECT_EQ(r.params.sampling.logit_bias[0].token, std::stoi(key));
+  }
+}
+
+// Nesting is bounded while the body is parsed, whichever field holds it.
+TEST(OpenAiRequest, BodiesNestedPastTheBoundAre400sNamingIt) {
+  const std::string deep = std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']');
+  for (const std::string& body : {R"({"prompt": "a", "stop": )" + deep + "}",
+                                  R"({"messages": [{"role": "user", "content": )" + deep + "}]}", deep}) {
+    auto e = parse(body, body.find("messages") != std::string::npos);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, "json_too_deep");
+    EXPECT_NE(e->message.find("nested deeper than " + std::to_string(kMaxJsonDepth)), std::string::npos);
   }
 }
 

@@ -21,8 +21,11 @@ Value value_from_json(const nlohmann::ordered_json& j) {
       return Value(std::move(list));
     }
     case nlohmann::ordered_json::value_t::object: {
+      // An object's keys are unique: appended, not set (Dict::set searches
+      // the items, which made an object of n keys cost n^2).
       Dict dict;
-      for (const auto& [key, item] : j.items()) dict.set(key, value_from_json(item));
+      dict.items.reserve(j.size());
+      for (const auto& [key, item] : j.items()) dict.items.emplace_back(key, value_from_json(item));
       return Value(std::move(dict));
     }
     default: return Value::none();  // binary and discarded values do not come from parsing text
