@@ -10,6 +10,17 @@
 
 namespace duet {
 
+// The temporary a writer of `path` fills before renaming it into place:
+// path.partial.PID, so two writers never share one and a later run can
+// tell whose it was.
+std::string partial_path(const std::string& path);
+
+// Removes every path.partial.PID whose process no longer runs: what a
+// kill -9 (which no handler sees) or a crash left of an earlier write.
+// Returns how many it removed. A PID that runs again, reused by another
+// process, keeps its file: the cleaner never guesses.
+int remove_stale_partials(const std::string& path);
+
 class RemoveOnSignal {
  public:
   explicit RemoveOnSignal(const std::string& path);

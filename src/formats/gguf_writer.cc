@@ -1,7 +1,6 @@
 // GGUF v3 writer. It checks what it is given (value ranges against their
 // declared types, tensor shapes against byte counts) so that every file it
 // writes is one the reader accepts.
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -156,7 +155,8 @@ Status GgufWriter::write(const std::string& path, const ProgressFn& progress) co
       return err(path, ": tensor data too large");
   }
 
-  const std::string tmp = path + ".partial." + std::to_string(::getpid());
+  remove_stale_partials(path);
+  const std::string tmp = partial_path(path);
   const RemoveOnSignal interrupted(tmp);
   Status st = write_body(tmp, path, header.bytes(), alignment, progress);
   if (st && std::rename(tmp.c_str(), path.c_str()) != 0) st = err(path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));

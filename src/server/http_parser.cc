@@ -66,6 +66,23 @@ bool parse_hex(std::string_view s, size_t& out) {
 }
 
 constexpr size_t kMaxChunkLine = 1024;  // a size and its extensions
+constexpr size_t kMaxMethod = 32;       // longer than any registered method
+
+// Lines of the head and of the chunked coding end in CRLF (RFC 9112 2.2).
+// A bare LF, which the RFC lets a recipient accept, is refused: a proxy in
+// front that did not accept it would frame the same bytes another way.
+bool ends_in_crlf(std::string_view in, size_t nl) { return nl > 0 && in[nl - 1] == '\r'; }
+
+// Whether `in` can still begin a request line: a method (a token) and a
+// space. A TLS ClientHello (0x16 ...) or other binary fails at its first
+// byte, so it is told 400 at once instead of waiting out the head's timeout.
+bool could_start_request(std::string_view in) {
+  for (size_t i = 0; i < in.size() && i <= kMaxMethod; ++i) {
+    if (in[i] == ' ') return i > 0;
+    if (!is_tchar(in[i])) return false;
+  }
+  return in.size() <= kMaxMethod;
+}
 
 }  // namespace
 
@@ -111,6 +128,7 @@ RequestParser::State RequestParser::parse_head(std::string& in) {
     if (in.empty()) return State::kHead;
     started_ = true;
   }
+  if (scanned_ == 0 && !could_start_request(in)) return fail(400, "not an HTTP request");
   for (;;) {
     const size_t nl = in.find('\n', scanned_);
     if (nl == std::string::npos) {
@@ -118,6 +136,7 @@ RequestParser::State RequestParser::parse_head(std::string& in) {
       return State::kHead;
     }
     if (nl + 1 > limits_.max_header_bytes) return fail(431, "the request head is too large");
+    if (!ends_in_crlf(in, nl)) return fail(400, "a line of the request head ends in a bare LF, not CRLF");
     const std::string_view line = strip_cr(std::string_view(in).substr(scanned_, nl - scanned_));
     if (!line.empty()) {
       scanned_ = nl + 1;
@@ -208,7 +227,7 @@ RequestParser::State RequestParser::parse_chunked(std::string& in) {
         const size_t nl = in.find('\n');
         if (nl == std::string::npos)
           return in.size() > kMaxChunkLine ? fail(400, "malformed chunk size") : State::kBody;
-        if (nl > kMaxChunkLine) return fail(400, "malformed chunk size");
+        if (nl > kMaxChunkLine || !ends_in_crlf(in, nl)) return fail(400, "malformed chunk size");
         std::string_view line = strip_cr(std::string_view(in).substr(0, nl));
         line = trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
         size_t size;
@@ -234,8 +253,7 @@ RequestParser::State RequestParser::parse_chunked(std::string& in) {
       }
       case Chunk::kDataEnd:
         if (in.empty() || (in[0] == '\r' && in.size() < 2)) return State::kBody;
-        if (in[0] == '\n') in.erase(0, 1);
-        else if (in.compare(0, 2, "\r\n") == 0) in.erase(0, 2);
+        if (in.compare(0, 2, "\r\n") == 0) in.erase(0, 2);
         else return fail(400, "a chunk is longer than its size");
         chunk_ = Chunk::kSize;
         break;
@@ -247,6 +265,7 @@ RequestParser::State RequestParser::parse_chunked(std::string& in) {
                                                                         : State::kBody;
         trailer_bytes_ += nl + 1;
         if (trailer_bytes_ > limits_.max_header_bytes) return fail(431, "the trailer is too large");
+        if (!ends_in_crlf(in, nl)) return fail(400, "a trailer line ends in a bare LF, not CRLF");
         const bool last = strip_cr(std::string_view(in).substr(0, nl)).empty();
         in.erase(0, nl + 1);
         if (last) return State::kDone;

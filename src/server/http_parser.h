@@ -1,8 +1,9 @@
 // An incremental HTTP/1.1 request parser (RFC 9112): the request line,
 // header fields and a body by Content-Length or chunked transfer coding,
 // within HttpLimits. It refuses what it cannot frame unambiguously (both
-// Content-Length and Transfer-Encoding, differing lengths, folded headers),
-// so no request can be read two ways.
+// Content-Length and Transfer-Encoding, differing lengths, folded headers,
+// lines ended by a bare LF), so no request can be read two ways, and bytes
+// that cannot begin a request line at their first byte.
 #pragma once
 
 #include <cstddef>

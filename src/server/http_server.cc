@@ -140,11 +140,12 @@ void HttpServer::stop() {
   });
 }
 
+// The listener stays open until the last handler ends: a load balancer's
+// health check during the grace gets its 503 instead of a refused
+// connection (and new requests theirs, from the handler).
 void HttpServer::drain() {
   draining_ = true;
   asio::post(io_, [this] {
-    asio::error_code ec;
-    acceptor_.close(ec);
     std::vector<std::shared_ptr<HttpConnection>> open;
     for (auto& [p, c] : connections_) open.push_back(c);
     for (auto& c : open) c->close_unless_handling();

@@ -55,8 +55,9 @@ class HttpServer {
   void run();
   // Any thread: closes every connection now and ends run().
   void stop();
-  // Any thread: stops accepting, closes idle connections, and ends run()
-  // once the responses in progress have ended.
+  // Any thread: closes idle connections, keeps no connection alive, and
+  // ends run() once the responses in progress have ended (until then new
+  // connections are still read, for the handler to refuse).
   void drain();
   bool draining() const { return draining_.load(); }
 

@@ -57,6 +57,22 @@ TEST(QuantizeCli, AnInterruptedQuantizeLeavesNoFile) {
   EXPECT_EQ(files, 0u);
 }
 
+// A kill -9 runs no handler: its temporary stays. The next write of the
+// same destination removes it (its writer no longer runs), and leaves a
+// running writer's alone.
+TEST(QuantizeCli, AStalePartialOfAKilledWriterIsRemovedByTheNextWrite) {
+  TempDir dir;
+  const std::string out = dir.file("q8.gguf");
+  const auto ended = run_command("bash -c 'echo $$'");
+  const std::string stale = out + ".partial." + std::to_string(std::stol(ended.output));
+  const std::string running = out + ".partial.1";  // init: always running
+  for (const std::string& f : {stale, running}) std::ofstream(f) << "half a file";
+  ASSERT_EQ(quantize(stories_gguf() + " " + out + " q8_0").exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(running));
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
+
 TEST(QuantizeCli, Q8_0FileRereadsAsQuantizeRowWrites) {
   TempDir dir;
   const std::string out = dir.file("q8.gguf");

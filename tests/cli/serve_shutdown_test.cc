@@ -143,6 +143,37 @@ TEST(ServeShutdown, StreamsPastTheGraceGetAFinalErrorEventThenExitZero) {
   EXPECT_EQ(p.wait_exit(20), 0) << p.log();
 }
 
+// While a drain waits on running streams, the port still answers: /health
+// says 503 shutting_down (a load balancer's check must not be refused) and
+// a new request is a 503 with Retry-After.
+TEST(ServeShutdown, DuringTheGraceHealthIs503AndNewRequestsAreRefused) {
+  ServeProcess p({"-t", "1", "--ctx", "4096", "--shutdown-timeout", "600"});
+  const int port = p.port();
+  ASSERT_GT(port, 0) << p.log();
+  auto stream = start_stream(port, 4000);
+  ASSERT_NE(stream->read_until("data: ").find("data: "), std::string::npos);
+  p.signal(SIGTERM);
+  std::string health;
+  for (int i = 0; i < 200 && health.find("shutting_down") == std::string::npos; ++i) {
+    RawSocket s(port);
+    ASSERT_TRUE(s.ok()) << "the port refused a connection during the grace";
+    s.send_all("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    health = s.read_until("}");
+    if (health.find("shutting_down") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status_line(health), "HTTP/1.1 503 Service Unavailable") << health;
+  RawSocket s(port);
+  ASSERT_TRUE(s.ok());
+  s.send_all(raw_post("/v1/completions", R"({"prompt": "a", "max_tokens": 1})"));
+  const std::string refused = s.read_all();
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable") << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
+  EXPECT_NE(refused.find("server_shutting_down"), std::string::npos);
+  stream.reset();  // the client leaves: its request is cancelled and the drain ends
+  EXPECT_EQ(p.wait_exit(20), 0) << p.log();
+}
+
 TEST(ServeShutdown, ASecondSignalExitsAtOnce) {
   ServeProcess p({"-t", "1", "--ctx", "4096", "--shutdown-timeout", "600"});
   const int port = p.port();

@@ -69,5 +69,24 @@ TEST(RemoveOnSignal, AProgramsOwnHandlerIsKept) {
   EXPECT_TRUE(std::filesystem::exists(path));
 }
 
+// What a kill -9 leaves (no handler runs): the next writer of the same
+// path removes the temporaries of writers that no longer run, and only those.
+TEST(RemoveOnSignal, StalePartialsOfEndedWritersAreRemoved) {
+  testing::TempDir dir;
+  const std::string path = dir.file("model.gguf");
+  const pid_t ended = fork();
+  if (ended == 0) _exit(0);
+  ASSERT_EQ(waitpid(ended, nullptr, 0), ended);
+  const std::string dead = path + ".partial." + std::to_string(ended);
+  const std::string alive = partial_path(path);
+  const std::string other = dir.file("other.gguf.partial.1");  // another file's
+  const std::string odd = path + ".partial.12x";                // not a writer's name
+  for (const std::string& f : {dead, alive, other, odd}) std::ofstream(f) << "half";
+  EXPECT_EQ(remove_stale_partials(path), 1);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  for (const std::string& f : {alive, other, odd}) EXPECT_TRUE(std::filesystem::exists(f)) << f;
+  EXPECT_EQ(alive, path + ".partial." + std::to_string(getpid()));
+}
+
 }  // namespace
 }  // namespace duet

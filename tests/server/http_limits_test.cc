@@ -167,6 +167,7 @@ TEST(HttpLimits, MalformedRequestsAre400AndTheServerStaysUp) {
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nnothex\r\n",
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n",
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "GET /health HTTP/1.1\nHost: x\n\n",  // bare LFs
   };
   for (const std::string& wire : bad) {
     RawSocket sock(s.port());
@@ -176,6 +177,18 @@ TEST(HttpLimits, MalformedRequestsAre400AndTheServerStaysUp) {
     EXPECT_EQ(status_line(reply), "HTTP/1.1 400 Bad Request") << wire;
     EXPECT_NE(reply.find("\"error\""), std::string::npos) << reply;
     EXPECT_TRUE(closed) << wire;
+  }
+  {
+    // A TLS ClientHello on the plain port (no line end in it): a 400 from
+    // its first byte, not a 408 once the head's timeout has passed (the
+    // socket gives up at 5 s, half of that timeout).
+    RawSocket sock(s.port(), 5);
+    ASSERT_TRUE(sock.send_all(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)));
+    bool closed = false;
+    const std::string reply = sock.read_all(&closed);
+    EXPECT_EQ(status_line(reply), "HTTP/1.1 400 Bad Request") << reply;
+    EXPECT_NE(reply.find("not an HTTP request"), std::string::npos) << reply;
+    EXPECT_TRUE(closed);
   }
   {
     // A good request pipelined with garbage: the first is answered, then

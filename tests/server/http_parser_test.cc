@@ -98,6 +98,13 @@ TEST(HttpParser, RefusalsCarryTheirStatus) {
       {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n", 413},
       {"GET / HTTP/1.1\r\nX: " + std::string(600, 'a') + "\r\n\r\n", 431},
       {"GET / HTTP/1.1\r\nX: " + std::string(600, 'a'), 431},
+      // Bare LF line ends, anywhere a line ends.
+      {"GET / HTTP/1.1\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nA: b\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nA: b\r\n\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n\r\n", 400},
   };
   HttpLimits limits;
   limits.max_header_bytes = 512;
@@ -108,6 +115,26 @@ TEST(HttpParser, RefusalsCarryTheirStatus) {
     EXPECT_EQ(p.feed(in), State::kError) << c.wire;
     EXPECT_EQ(p.error_status(), c.status) << c.wire;
     EXPECT_FALSE(p.error_message().empty());
+  }
+}
+
+// What cannot begin a request line is refused at its first bytes, with no
+// line end seen: a TLS ClientHello sent to the plain port would otherwise
+// wait out the head's timeout for a 408.
+TEST(HttpParser, BytesThatCannotStartARequestAreRefusedAtOnce) {
+  HttpLimits limits;
+  const std::string client_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+  for (const std::string& wire : {client_hello, std::string("\x00", 1), std::string(" GET"), std::string("G\x80"),
+                                  std::string(40, 'A')}) {
+    RequestParser p(limits);
+    std::string in = wire;
+    EXPECT_EQ(p.feed(in), State::kError) << wire;
+    EXPECT_EQ(p.error_status(), 400);
+  }
+  for (const std::string& wire : {std::string("GET"), std::string("POST /v1"), std::string("\r\nGE")}) {
+    RequestParser p(limits);
+    std::string in = wire;
+    EXPECT_EQ(p.feed(in), State::kHead) << wire;
   }
 }
 
