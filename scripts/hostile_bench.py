@@ -4,9 +4,11 @@ admitted: each shape, about 1 MiB (the default body limit), is sent alone to
 an idle server and the server's CPU time for it is read from /proc (user +
 system, all threads), beside the wall time, its status and the server's
 resident memory after it. Then a short completion shows the server still
-answers. A benchmark that prints numbers (and --json), not a test.
+answers. Last, --concurrent clients send the /tokenize-with-pieces shape at
+once: the server's peak resident memory while they run and what stays 2 s
+after. A benchmark that prints numbers (and --json), not a test.
 
-  scripts/hostile_bench.py [--binary build/duet] [--model ../shared/...gguf] [--json]
+  scripts/hostile_bench.py [--binary build/duet] [--model ../shared/...gguf] [--concurrent 48] [--json]
 """
 import argparse
 import json
@@ -14,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -116,6 +119,33 @@ def post(port, path, body, timeout=120):
         return e.code, e.read()
 
 
+def concurrent_memory(port, pid, n, body):
+    """Peak and after-the-fact RSS (MiB) while n clients send `body` to /tokenize."""
+    before = rss_mib(pid)
+    statuses, peak, done = [], [before], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_mib(pid))
+            time.sleep(0.005)
+
+    def client():
+        statuses.append(post(port, "/tokenize", body)[0])
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    clients = [threading.Thread(target=client) for _ in range(n)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    done.set()
+    sampler.join()
+    time.sleep(2)
+    return {"clients": n, "statuses": sorted(set(statuses)), "rss_mib_before": round(before, 1),
+            "rss_mib_peak": round(peak[0], 1), "rss_mib_after": round(rss_mib(pid), 1)}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,6 +170,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "duet"))
     ap.add_argument("--model", default=os.path.join(ROOT, "..", "shared", "models", "stories260K", "stories260K.gguf"))
+    ap.add_argument("--concurrent", type=int, default=48, help="clients of the memory phase (0: skip it)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = ap.parse_args()
     port = free_port()
@@ -162,11 +193,13 @@ def main():
             rows.append({"shape": name, "bytes": len(body), "status": status, "cpu_s": round(cpu, 3),
                          "wall_s": round(wall, 3), "reply_bytes": len(reply), "rss_mib_after": round(rss_mib(proc.pid), 1),
                          "next_request": probe_status, "message": message})
+        tokenize = next(body for name, path, body in shapes() if path == "/tokenize")
+        memory = concurrent_memory(port, proc.pid, args.concurrent, tokenize) if args.concurrent > 0 else None
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     if args.json:
-        print(json.dumps({"binary": args.binary, "model": args.model, "shapes": rows}, indent=1))
+        print(json.dumps({"binary": args.binary, "model": args.model, "shapes": rows, "concurrent": memory}, indent=1))
         return
     print("%-28s %8s %6s %7s %7s %9s %8s %5s  %s" % ("shape", "bytes", "status", "cpu s", "wall s", "reply B",
                                                    "RSS MiB", "next", "message"))
@@ -175,6 +208,10 @@ def main():
                                                              r["wall_s"], r["reply_bytes"], r["rss_mib_after"],
                                                              r["next_request"], r["message"]))
     print("most CPU for one request: %.3f s" % max(r["cpu_s"] for r in rows))
+    if memory:
+        print("%d clients at once on /tokenize with pieces (statuses %s): RSS %.1f MiB before, %.1f peak, %.1f 2 s after"
+              % (memory["clients"], memory["statuses"], memory["rss_mib_before"], memory["rss_mib_peak"],
+                 memory["rss_mib_after"]))
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ Result<Pooling> parse_pooling(const std::string& name) {
 
 int serve(const ServeOptions& o) {
   limit_malloc_arenas();
+  map_large_allocations();
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);

@@ -60,9 +60,6 @@ ApiError transport_error(int status, const std::string& message, const HttpLimit
   }
 }
 
-// A body past this size has its transient memory handed back after it.
-constexpr size_t kLargeBody = 256 << 10;
-
 // What the engine thread hands to the HTTP thread serving one request.
 struct Channel {
   explicit Channel(int32_t n_choices) : timings(static_cast<size_t>(n_choices)) {}
@@ -234,7 +231,7 @@ OpenAiServer::OpenAiServer(Model& model, EngineLoop& loop, ServerConfig config)
         // A large body's parse (and what was built from it) freed many small
         // objects whose pages glibc keeps; 48 such requests at once had left
         // 2.7 GB resident after they ended.
-        if (req.body.size() >= kLargeBody) release_free_memory();
+        if (req.body.size() >= PrepGate::kLargeBody) release_free_memory();
       },
       [this](int status, const std::string& message, HttpResponse& res) {
         send_error(res, transport_error(status, message, config_.http));
@@ -333,6 +330,7 @@ void OpenAiServer::route(const HttpRequest& req, HttpResponse& res) {
   if ((req.path == "/tokenize" || req.path == "/detokenize") && post) {
     std::string body;
     const Tokenizer& tok = model_.tokenizer();
+    const PrepGate::Slot slot = prep_gate_.enter(req.body.size());
     const auto e = req.path == "/tokenize"
                        ? tokenize_body(req.body, tok, static_cast<size_t>(config_.max_tokenize_tokens), body)
                        : detokenize_body(req.body, tok, body);
@@ -365,7 +363,10 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
                                        "--pooling mean, cls or last",
                                    "", "pooling_not_supported"));
   EmbeddingsRequest r;
-  if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, r)) return send_error(res, *e);
+  {
+    const PrepGate::Slot slot = prep_gate_.enter(req.body.size());
+    if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, r)) return send_error(res, *e);
+  }
   const Engine& engine = loop_.engine();
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     const std::string where = r.inputs.size() == 1 ? "'input'" : "input[" + std::to_string(i) + "]";
@@ -405,7 +406,8 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
 
 // Parse: the request's JSON into a GenerateRequest and its prompt's ids.
 std::optional<ApiError> OpenAiServer::parse(const HttpRequest& req, bool chat, GenerateRequest& r,
-                                            std::vector<int32_t>& prompt) const {
+                                            std::vector<int32_t>& prompt) {
+  const PrepGate::Slot slot = prep_gate_.enter(req.body.size());
   if (auto e = parse_generate_body(req.body, chat, r)) return e;
 
   const Tokenizer& tok = model_.tokenizer();

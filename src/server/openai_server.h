@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "engine/engine_loop.h"
@@ -25,6 +26,7 @@
 #include "server/cors.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
+#include "server/prep_gate.h"
 #include "server/request_stats.h"
 #include "tokenizer/chat_template.h"
 
@@ -86,7 +88,7 @@ class OpenAiServer {
   void handle_embeddings(const HttpRequest& req, HttpResponse& res);
   void handle_health(HttpResponse& res) const;
   std::optional<ApiError> parse(const HttpRequest& req, bool chat, GenerateRequest& r,
-                                std::vector<int32_t>& prompt) const;
+                                std::vector<int32_t>& prompt);
   std::optional<ApiError> validate(bool chat, const std::vector<int32_t>& prompt, GenerateRequest& r) const;
   std::optional<ApiError> validate_choices(const GenerateRequest& r) const;
   // Why a request still running must end now (its deadline has passed, or
@@ -99,6 +101,7 @@ class OpenAiServer {
   std::unique_ptr<HttpServer> http_;
   // When a drain's grace ends (steady clock, ns); max: not draining.
   std::atomic<int64_t> drain_deadline_ns_{INT64_MAX};
+  PrepGate prep_gate_{static_cast<int>(std::thread::hardware_concurrency())};
 };
 
 }  // namespace duet::server

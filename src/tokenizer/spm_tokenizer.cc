@@ -81,6 +81,27 @@ struct PairOrder {
   }
 };
 
+// Whether merges stay inside words: no UNUSED piece, and in every piece that
+// can be merged '▁' appears only in its leading run.
+bool words_are_independent(const std::vector<std::string>& tokens, const std::vector<TokenType>& types) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (types[i] == TokenType::kUnused) return false;
+    if (types[i] != TokenType::kNormal && types[i] != TokenType::kUserDefined) continue;
+    std::string_view t = tokens[i];
+    while (t.substr(0, kSpace.size()) == kSpace) t.remove_prefix(kSpace.size());
+    if (t.find(kSpace) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// Where the word after `from` starts: at a '▁' that follows another
+// character (text.size() if none).
+size_t next_word_start(std::string_view text, size_t from) {
+  for (size_t at = text.find(kSpace, from + 1); at != std::string_view::npos; at = text.find(kSpace, at + 1))
+    if (at < kSpace.size() || text.substr(at - kSpace.size(), kSpace.size()) != kSpace) return at;
+  return text.size();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> SpmTokenizer::from_gguf(const GgufFile& f) {
@@ -146,6 +167,7 @@ Result<std::unique_ptr<Tokenizer>> SpmTokenizer::from_gguf(const GgufFile& f) {
         break;  // found in the text only as special tokens
     }
   }
+  t->split_words_ = words_are_independent(t->tokens_, t->types_);
   t->specials_ = SpecialTokens(t->tokens_, t->types_);
   if (f.has("general.name")) {
     DUET_ASSIGN(const std::string name, f.get_string("general.name"));
@@ -186,6 +208,16 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos,
 }
 
 void SpmTokenizer::encode_run(std::string_view text, std::vector<int32_t>& out) const {
+  bool prev_unk = false;
+  if (!split_words_) return encode_span(text, prev_unk, out);
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = next_word_start(text, at);
+    encode_span(text.substr(at, end - at), prev_unk, out);
+    at = end;
+  }
+}
+
+void SpmTokenizer::encode_span(std::string_view text, bool& prev_unk, std::vector<int32_t>& out) const {
   // Characters as symbols.
   std::vector<Symbol> syms;
   for (size_t i = 0; i < text.size();) {
@@ -228,7 +260,6 @@ void SpmTokenizer::encode_run(std::string_view text, std::vector<int32_t>& out) 
 
   // Symbols to ids. A piece outside the vocabulary becomes its bytes' tokens,
   // or one UNK for a whole stretch of such pieces when there are no byte tokens.
-  bool prev_unk = false;
   auto emit = [&](auto&& self, std::string_view piece) -> void {
     const int32_t id = merge_id(piece);
     if (id >= 0 && types_[id] == TokenType::kUnused) {

@@ -67,5 +67,31 @@ TEST(MallocArenas, ThreadsShareOneArenaOnceLimited) {
       ::testing::ExitedWithCode(1), "");
 }
 
+// Mapped blocks now: 1 when a 1 MiB block, asked for after a 6 MiB one was
+// freed, still gets its own mapping (glibc's sliding threshold would have
+// risen to 6 MiB and served it from the heap: 0).
+int one_mib_block_mapped_after_a_larger_one() {
+  void* volatile large = std::malloc(6 << 20);  // volatile: the pair is not elided
+  std::free(large);
+  void* volatile p = std::malloc(1 << 20);
+  const int mapped = static_cast<int>(mallinfo2().hblks);
+  std::free(p);
+  return mapped;
+}
+
+TEST(MallocArenas, LargeBlocksStayMappedAfterALargerOneIsFreed) {
+#if defined(__SANITIZE_ADDRESS__) || defined(DUET_UNDER_ASAN)
+  GTEST_SKIP() << "glibc malloc's mmap threshold is not used under AddressSanitizer";
+#endif
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::exit(one_mib_block_mapped_after_a_larger_one()), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        map_large_allocations();
+        std::exit(one_mib_block_mapped_after_a_larger_one());
+      },
+      ::testing::ExitedWithCode(1), "");
+}
+
 }  // namespace
 }  // namespace duet::cli

@@ -236,6 +236,30 @@ TEST(SpmTokenizer, TiesGoLeftmost) {
   EXPECT_EQ(t->encode("aaa", false), (Ids{3, 2, 1}));
 }
 
+// Words are encoded one by one only where no piece can span a word's
+// start. A piece with '▁' after a character ("a▁") can: then the text is
+// one run, and "a b" merges across the space.
+TEST(SpmTokenizer, APieceSpanningAWordStartKeepsTheRunWhole) {
+  testing::TempDir dir;
+  auto t = vocab(dir,
+                 {{"<unk>", 0, TokenType::kUnknown}, {"a", 0, TokenType::kNormal}, {"b", 0, TokenType::kNormal},
+                  {"\xE2\x96\x81", 0, TokenType::kNormal}, {"\xE2\x96\x81" "a", 1, TokenType::kNormal},
+                  {"a\xE2\x96\x81", 5, TokenType::kNormal}},
+                 false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("a b", false), (Ids{3, 5, 2}));  // '▁', 'a▁', 'b'
+}
+
+// Split into words, a stretch of unknown pieces still becomes one UNK when
+// it runs across a word's start.
+TEST(SpmTokenizer, AnUnknownStretchAcrossWordsIsOneUnk) {
+  testing::TempDir dir;
+  auto t = vocab(dir, {{"<unk>", 0, TokenType::kUnknown}, {"a", 0, TokenType::kNormal}}, false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->encode("x y z", false), (Ids{0}));
+  EXPECT_EQ(t->encode("x a y", false), (Ids{0, 1, 0}));
+}
+
 // ---- Loading errors ---------------------------------------------------------
 
 std::string load_error(const testing::TempDir& dir, const GgufWriter& w) {
