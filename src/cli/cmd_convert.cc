@@ -59,7 +59,7 @@ void print_written(const std::string& path, const ModelConfig& c, std::string_vi
                    std::string_view dtypes) {
   std::printf("wrote %s: %s (%.*s), dim %d, %d layers, %d heads (%d kv, head_dim %d), vocab %d, "
               "context %d, %.*s%s\n",
-              path.c_str(), c.arch.c_str(), static_cast<int>(source.size()), source.data(), c.dim,
+              path.c_str(), c.arch_name(), static_cast<int>(source.size()), source.data(), c.dim,
               c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.n_vocab, c.ctx_len,
               static_cast<int>(dtypes.size()), dtypes.data(), c.tied_output ? ", tied output" : "");
 }

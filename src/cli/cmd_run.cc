@@ -151,7 +151,7 @@ int run(RunOptions o) {
   RunStats stats;
   // What is running: the architecture and the quant mix, not just the file
   // name; one line now, or fields of the JSON object (the whole of stderr).
-  stats.arch = (*model)->config().arch;
+  stats.arch = (*model)->config().arch_name();
   stats.type_mix = type_mix((*model)->file().tensors());
   if (!o.json) std::fprintf(stderr, "model: %s, %s\n", stats.arch.c_str(), format_type_mix(stats.type_mix).c_str());
   if (const std::string notes = (*model)->load_notes(); !notes.empty()) std::fprintf(stderr, "note: %s\n", notes.c_str());

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "formats/arch/arch.h"
 #include "formats/llama_synth.h"
 
 namespace duet::cli {
@@ -59,19 +60,23 @@ Result<ModelConfig> requested_shape(const SynthArgs& a, const CLI::App& app) {
     DUET_ASSIGN(shape, model_preset(a.like));
   }
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  // Shared experts are a count of experts, each --expert-ffn wide, which
+  // keep their count when the width changes.
+  int32_t shared = shape.expert_ffn_dim > 0 ? shape.shared_expert_ffn_dim / shape.expert_ffn_dim : 0;
   for (const auto& f : kIntFlags)
     if (given(f.name)) shape.*f.field = a.shape.*f.field;
   for (const auto& f : kFloatFlags)
     if (given(f.name)) shape.*f.field = a.shape.*f.field;
   if (given("--tied")) shape.tied_output = true;
-  if (given("--arch")) shape.arch = a.arch;
-  if (given("--heads") && !given("--kv-heads")) shape.n_kv_heads = a.shape.n_heads;  // no GQA
-  if (shape.arch == "deepseek2") {  // shared experts: a count of expert_ffn-wide experts
-    int32_t shared = shape.expert_ffn_dim > 0 ? shape.shared_expert_ffn_dim / shape.expert_ffn_dim : 0;
-    if (given("--shared-experts")) shared = a.shared_experts;
-    if (given("--expert-ffn") || given("--shared-experts")) shape.shared_expert_ffn_dim = shared * shape.expert_ffn_dim;
-    shape.n_kv_heads = shape.n_heads;
+  if (given("--arch")) {
+    const ArchRecord* record = find_arch(a.arch);
+    if (!record) return err("synth: architecture '", a.arch, "' is not supported (", supported_architectures(), ")");
+    shape.arch = record->arch;
   }
+  if (given("--heads") && !given("--kv-heads")) shape.n_kv_heads = a.shape.n_heads;  // no GQA
+  if (given("--shared-experts")) shared = a.shared_experts;
+  if (given("--expert-ffn") || given("--shared-experts")) shape.shared_expert_ffn_dim = shared * shape.expert_ffn_dim;
+  if (arch_traits(shape.arch).latent_attention) shape.n_kv_heads = shape.n_heads;  // each head decompresses its own
   // --vocab supplies the size; --vocab-size then only has to agree with it.
   if (!a.vocab.empty() && !given("--vocab-size")) shape.n_vocab = 0;
   return shape;
@@ -94,15 +99,16 @@ const bool synth_registered = register_command(
                      "shape preset: tinyllama-1.1b, stories110m, stories15m, qwen3-0.6b, gemma3-1b, gemma2-2b, phi4-mini, "
                      "mixtral-8x7b, qwen3-30b-a3b, olmoe-1b-7b, olmo2-1b, deepseek-v2-lite");
       app.add_option("--arch", a->arch,
-                     "architecture of the tensors: llama, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2 (default: the preset's; "
-                     "e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's shape and bytes)");
+                     "architecture of the tensors: " + supported_architectures() +
+                         " (default: the preset's; e.g. --like qwen3-0.6b --arch llama is a Llama of Qwen3's "
+                         "shape and bytes)");
       app.add_option("--vocab", a->vocab, "GGUF whose tokenizer (and vocab size) is copied");
       app.add_option("--dtype", a->dtype, "f32, f16 or bf16 (norms are always f32)");
       app.add_option("--seed", a->seed, "random seed");
       app.add_option("-o,--output", a->out, "output GGUF")->required();
       for (const auto& f : kIntFlags) app.add_option(f.name, a->shape.*f.field, f.help);
       for (const auto& f : kFloatFlags) app.add_option(f.name, a->shape.*f.field, f.help);
-      app.add_option("--shared-experts", a->shared_experts, "deepseek2: shared experts, each --expert-ffn wide");
+      app.add_option("--shared-experts", a->shared_experts, "shared experts, each --expert-ffn wide (deepseek2)");
       app.add_flag("--tied", a->shape.tied_output, "share the output head with the embedding");
       return [a, &app] { return run(*a, app); };
     });

@@ -1,11 +1,10 @@
-// A Hugging Face model folder's config.json: the architecture and the
-// hyper-parameters of the llama family (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2/3, Gemma 2/3, Phi-3, and the mixtures of experts Mixtral and
-// Qwen3-MoE), with the defaults of their transformers configuration
-// classes where a key is absent or null.
+// A Hugging Face model folder's config.json: the architecture (a
+// transformers class that an architecture's record lists, formats/arch/)
+// and its hyper-parameters, with the defaults of the transformers
+// configuration classes where a key is absent or null: the keys every
+// class has here, each family's own in its record's reader.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,24 +31,18 @@ struct HfRopeScaling {
 
 struct HfConfig {
   std::string hf_architecture;  // "LlamaForCausalLM", ...
-  // arch "llama" (Llama, Mistral) or "qwen2"; head_dim hidden_size / heads
-  // unless given; sliding_window 0 for full causal attention; qkv_bias for
-  // Qwen2 always, for Llama as attention_bias says; a linear rope_scaling's
-  // factor as rope_linear_factor.
+  // head_dim hidden_size / heads unless given; sliding_window 0 for full
+  // causal attention; a linear rope_scaling's factor as rope_linear_factor;
+  // a mixture's dense layers in model.dense_layers.
   ModelConfig model;
   HfRopeScaling rope_scaling;
   int64_t bos_token_id = -1;             // -1: not given
   int64_t eos_token_id = -1;             // the first when config.json lists several
   HfQuantization quant;                  // method kNone unless quantization_config is given
-  // Of a mixture of experts, the layers whose MLP is dense (Qwen3-MoE's
-  // mlp_only_layers and decoder_sparse_step); the others route to experts.
-  std::vector<int32_t> dense_layers;
-  bool moe_layer(int32_t l) const {
-    return model.moe() && std::find(dense_layers.begin(), dense_layers.end(), l) == dense_layers.end();
-  }
-  // HF's rotate-half RoPE pairs (i, i + d/2); llama-arch GGUF pairs (2i, 2i+1),
-  // so Q/K rows are permuted on import. Qwen2's GGUF keeps the NeoX pairing.
-  bool permute_qk() const { return model.arch == "llama"; }
+  // HF's rotate-half RoPE pairs (i, i + d/2) become GGUF's (2i, 2i+1) where
+  // the architecture's GGUF rotates adjacent pairs (Llama): Q/K rows are
+  // permuted on import (its record's traits say).
+  bool permute_qk() const;
 };
 
 // `source` names the file in errors.

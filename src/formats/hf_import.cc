@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/half.h"
+#include "formats/arch/arch.h"
 #include "formats/file_type.h"
 #include "formats/hf_tokenizer_import.h"
 #include "formats/llama_import.h"
@@ -111,7 +112,7 @@ Status HfCheckpoint::plan_tensors() {
     return {};
   };
 
-  const float norm_plus = m.arch == "gemma2" || m.arch == "gemma3" ? 1.0f : 0.0f;
+  const float norm_plus = arch_traits(m.arch).hf_norm_plus_one ? 1.0f : 0.0f;
   DUET_TRY(add("model.embed_tokens.weight", n::kTokenEmbd, {m.n_vocab, m.dim}, 0, 0.0f));
   for (int64_t l = 0; l < m.n_layers; ++l) DUET_TRY(plan_layer(l, add));
   DUET_TRY(add("model.norm.weight", n::kOutputNorm, {m.dim}, 0, norm_plus));
@@ -146,114 +147,28 @@ Status HfCheckpoint::check_plain(const SafetensorsTensor& t) const {
              " does not use for it (F32, F16 or BF16 expected)");
 }
 
-// One layer's tensors: HF's names for the architecture, GGUF's as
-// llama.cpp's converter gives them.
+// One layer's tensors as its architecture's record lists them: HF's names,
+// GGUF's as llama.cpp's converter gives them; each expert's matrices
+// consecutive, so convert can stack them as GGUF's ffn_*_exps.
 Status HfCheckpoint::plan_layer(
     int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>, int32_t, float)>& add) {
   const ModelConfig& m = config_.model;
-  const int64_t q_dim = int64_t{m.n_heads} * m.head_dim;
-  const int64_t kv_dim = int64_t{m.n_kv_heads} * m.head_dim;
   const std::string p = layer_prefix(l);
   const int b = static_cast<int>(l);
-  const bool gemma = m.arch == "gemma2" || m.arch == "gemma3";
-  const float plus = gemma ? 1.0f : 0.0f;
-  const bool olmo2 = m.arch == "olmo2";  // its norms follow attention and the MLP, none precede them
-  if (!olmo2) DUET_TRY(add(p + "input_layernorm.weight", n::blk(b, n::kAttnNorm), {m.dim}, 0, plus));
-  if (m.arch == "deepseek2") {
-    // Multi-head latent attention; RoPE dims need no permutation, as HF's
-    // DeepSeek-V2 de-interleaves them before its rotate-half, which rotates
-    // the adjacent pairs GGUF's normal layout does.
-    const std::string a = p + "self_attn.";
-    if (m.q_lora_rank > 0) {
-      DUET_TRY(add(a + "q_a_proj.weight", n::blk(b, n::kAttnQA), {m.q_lora_rank, m.dim}, 0, 0.0f));
-      DUET_TRY(add(a + "q_a_layernorm.weight", n::blk(b, n::kAttnQANorm), {m.q_lora_rank}, 0, 0.0f));
-      DUET_TRY(add(a + "q_b_proj.weight", n::blk(b, n::kAttnQB), {q_dim, m.q_lora_rank}, 0, 0.0f));
-    } else {
-      DUET_TRY(add(a + "q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, 0, 0.0f));
+  for (const LayerTensor& t : arch_record(m.arch).layer_tensors(m, b)) {
+    const std::vector<int64_t> shape = t.is_vector() ? std::vector<int64_t>{t.out} : std::vector<int64_t>{t.out, t.in};
+    if (t.n_experts == 0) {
+      DUET_TRY(add(p + t.hf, t.bias ? n::blk_bias(b, t.gguf) : n::blk(b, t.gguf), shape, t.permute_heads, t.hf_add));
+      continue;
     }
-    DUET_TRY(add(a + "kv_a_proj_with_mqa.weight", n::blk(b, n::kAttnKvA), {m.latent_dim(), m.dim}, 0, 0.0f));
-    DUET_TRY(add(a + "kv_a_layernorm.weight", n::blk(b, n::kAttnKvANorm), {m.kv_lora_rank}, 0, 0.0f));
-    DUET_TRY(add(a + "kv_b_proj.weight", n::blk(b, n::kAttnKvB),
-                 {int64_t{m.n_heads} * (m.nope_dim() + m.v_head_dim), m.kv_lora_rank}, 0, 0.0f));
-  } else if (m.arch == "phi3") {
-    DUET_TRY(add(p + "self_attn.qkv_proj.weight", n::blk(b, n::kAttnQkv), {q_dim + 2 * kv_dim, m.dim}, 0, 0.0f));
-  } else {
-    DUET_TRY(add(p + "self_attn.q_proj.weight", n::blk(b, n::kAttnQ), {q_dim, m.dim}, m.n_heads, 0.0f));
-    DUET_TRY(add(p + "self_attn.k_proj.weight", n::blk(b, n::kAttnK), {kv_dim, m.dim}, m.n_kv_heads, 0.0f));
-    DUET_TRY(add(p + "self_attn.v_proj.weight", n::blk(b, n::kAttnV), {kv_dim, m.dim}, 0, 0.0f));
-  }
-  if (m.qkv_bias) {
-    DUET_TRY(add(p + "self_attn.q_proj.bias", n::blk_bias(b, n::kAttnQ), {q_dim}, m.n_heads, 0.0f));
-    DUET_TRY(add(p + "self_attn.k_proj.bias", n::blk_bias(b, n::kAttnK), {kv_dim}, m.n_kv_heads, 0.0f));
-    DUET_TRY(add(p + "self_attn.v_proj.bias", n::blk_bias(b, n::kAttnV), {kv_dim}, 0, 0.0f));
-  }
-  if (m.arch == "qwen3" || m.arch == "qwen3moe" || m.arch == "gemma3" || m.qk_norm_spans_heads()) {  // not qwen2moe
-    const bool spans = m.qk_norm_spans_heads();
-    DUET_TRY(add(p + "self_attn.q_norm.weight", n::blk(b, n::kAttnQNorm), {spans ? q_dim : m.head_dim}, 0, plus));
-    DUET_TRY(add(p + "self_attn.k_norm.weight", n::blk(b, n::kAttnKNorm), {spans ? kv_dim : m.head_dim}, 0, plus));
-  }
-  const int64_t o_in = m.mla() ? int64_t{m.n_heads} * m.v_head_dim : q_dim;
-  DUET_TRY(add(p + "self_attn.o_proj.weight", n::blk(b, n::kAttnOut), {m.dim, o_in}, 0, 0.0f));
-  if (gemma) {  // Gemma's post_attention_layernorm follows attention; its FFN has a pre- and a post-norm
-    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, plus));
-    DUET_TRY(add(p + "pre_feedforward_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, plus));
-    DUET_TRY(add(p + "post_feedforward_layernorm.weight", n::blk(b, n::kPostFfnNorm), {m.dim}, 0, plus));
-  } else if (olmo2) {
-    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kPostAttnNorm), {m.dim}, 0, 0.0f));
-    DUET_TRY(add(p + "post_feedforward_layernorm.weight", n::blk(b, n::kPostFfnNorm), {m.dim}, 0, 0.0f));
-  } else {
-    DUET_TRY(add(p + "post_attention_layernorm.weight", n::blk(b, n::kFfnNorm), {m.dim}, 0, 0.0f));
-  }
-  if (config_.moe_layer(b)) {
-    DUET_TRY(plan_experts(l, add));
-  } else if (m.arch == "phi3") {
-    DUET_TRY(add(p + "mlp.gate_up_proj.weight", n::blk(b, n::kFfnUp), {2 * int64_t{m.ffn_dim}, m.dim}, 0, 0.0f));
-  } else {
-    DUET_TRY(add(p + "mlp.gate_proj.weight", n::blk(b, n::kFfnGate), {m.ffn_dim, m.dim}, 0, 0.0f));
-    DUET_TRY(add(p + "mlp.up_proj.weight", n::blk(b, n::kFfnUp), {m.ffn_dim, m.dim}, 0, 0.0f));
-  }
-  if (!config_.moe_layer(b))
-    DUET_TRY(add(p + "mlp.down_proj.weight", n::blk(b, n::kFfnDown), {m.dim, m.ffn_dim}, 0, 0.0f));
-  return {};
-}
-
-// A mixture-of-experts layer: the router, then every expert's gate, every
-// up, every down (each kind's experts consecutive, so convert can stack
-// them as GGUF's ffn_*_exps). Mixtral calls gate, down, up w1, w2, w3.
-Status HfCheckpoint::plan_experts(
-    int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>, int32_t, float)>& add) {
-  const ModelConfig& m = config_.model;
-  const bool mixtral = config_.hf_architecture == "MixtralForCausalLM";
-  const std::string p = layer_prefix(l) + (mixtral ? "block_sparse_moe." : "mlp.");
-  const int b = static_cast<int>(l);
-  DUET_TRY(add(p + "gate.weight", n::blk(b, n::kFfnRouter), {m.n_experts, m.dim}, 0, 0.0f));
-  struct Kind {
-    const char* hf;
-    const std::string& split;
-    const std::string& stacked;
-    int64_t rows, cols;
-  };
-  const Kind kinds[] = {{mixtral ? "w1" : "gate_proj", n::kFfnGate, n::kFfnGateExps, m.expert_ffn_dim, m.dim},
-                        {mixtral ? "w3" : "up_proj", n::kFfnUp, n::kFfnUpExps, m.expert_ffn_dim, m.dim},
-                        {mixtral ? "w2" : "down_proj", n::kFfnDown, n::kFfnDownExps, m.dim, m.expert_ffn_dim}};
-  for (const Kind& k : kinds)
-    for (int e = 0; e < m.n_experts; ++e) {
-      DUET_TRY(add(p + "experts." + std::to_string(e) + "." + k.hf + ".weight", n::blk_expert(b, k.split, e),
-                   {k.rows, k.cols}, 0, 0.0f));
-      plans_.back().stacked = n::blk(b, k.stacked);
+    for (int e = 0; e < t.n_experts; ++e) {
+      DUET_TRY(add(p + t.hf_experts + std::to_string(e) + "." + t.hf, n::blk_expert(b, t.gguf_expert, e), shape, 0,
+                   0.0f));
+      plans_.back().stacked = n::blk(b, t.gguf);
       plans_.back().expert = e;
     }
-  if (m.shared_expert_ffn_dim == 0) return {};
-  const int64_t shared = m.shared_expert_ffn_dim;
-  if (m.arch == "deepseek2") {  // its shared experts are one ungated MLP of their summed width
-    DUET_TRY(add(p + "shared_experts.gate_proj.weight", n::blk(b, n::kFfnGateShexp), {shared, m.dim}, 0, 0.0f));
-    DUET_TRY(add(p + "shared_experts.up_proj.weight", n::blk(b, n::kFfnUpShexp), {shared, m.dim}, 0, 0.0f));
-    return add(p + "shared_experts.down_proj.weight", n::blk(b, n::kFfnDownShexp), {m.dim, shared}, 0, 0.0f);
   }
-  DUET_TRY(add(p + "shared_expert.gate_proj.weight", n::blk(b, n::kFfnGateShexp), {shared, m.dim}, 0, 0.0f));
-  DUET_TRY(add(p + "shared_expert.up_proj.weight", n::blk(b, n::kFfnUpShexp), {shared, m.dim}, 0, 0.0f));
-  DUET_TRY(add(p + "shared_expert.down_proj.weight", n::blk(b, n::kFfnDownShexp), {m.dim, shared}, 0, 0.0f));
-  return add(p + "shared_expert_gate.weight", n::blk(b, n::kFfnRouterShexp), {1, m.dim}, 0, 0.0f);
+  return {};
 }
 
 Status HfCheckpoint::add_computed(std::string name, std::vector<float> values) {

@@ -61,8 +61,6 @@ class HfCheckpoint {
   };
   Status plan_layer(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
                                                           int32_t, float)>& add);
-  Status plan_experts(int64_t l, const std::function<Status(const std::string&, std::string, std::vector<int64_t>,
-                                                            int32_t, float)>& add);
   Status plan_tensors();
   Status set_metadata();
   Status check_plain(const SafetensorsTensor& t) const;

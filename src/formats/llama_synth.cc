@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "formats/arch/arch.h"
 #include "formats/file_type.h"
 #include "formats/gguf.h"
 #include "formats/llama_import.h"
@@ -141,52 +142,18 @@ Result<GgufWriter> vocab_keys(const SynthOptions& opt, ModelConfig& s) {
   return v;
 }
 
-// A mixture-of-experts FFN as llama.cpp's converters write it: the router
-// in F32 (llama-quantize leaves it so too), the experts stacked. The router
-// draws logits of deviation 1 so tokens spread over the experts.
-Status add_experts(GgufWriter& w, const ModelConfig& s, int l, DType dt, float res_scale, uint64_t seed) {
-  const int64_t ne = s.n_experts, ffn = s.expert_ffn_dim;
-  const auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
-  DUET_TRY(add_random(w, names::blk(l, names::kFfnRouter), DType::F32, {s.dim, ne}, 0.0f, inv_sqrt(s.dim), seed));
-  DUET_TRY(add_random(w, names::blk(l, names::kFfnGateExps), dt, {s.dim, ffn, ne}, 0.0f, inv_sqrt(s.dim), seed));
-  DUET_TRY(add_random(w, names::blk(l, names::kFfnUpExps), dt, {s.dim, ffn, ne}, 0.0f, inv_sqrt(s.dim), seed));
-  return add_random(w, names::blk(l, names::kFfnDownExps), dt, {ffn, s.dim, ne}, 0.0f, inv_sqrt(ffn) * res_scale, seed);
-}
-
-// A DeepSeek-V2 layer after its attn_norm: latent attention, then a dense
-// FFN (the leading layers) or routed experts beside the shared ones.
-Status add_mla_layer(GgufWriter& w, const ModelConfig& s, int l, DType dt, float res_scale, uint64_t seed) {
-  const auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
-  const auto matrix = [&](const std::string& name, int64_t in, int64_t out, float scale) {
-    return add_random(w, name, dt, {in, out}, 0.0f, inv_sqrt(in) * scale, seed);
-  };
-  const auto norm = [&](const std::string& name, int64_t n) {
-    return add_random(w, name, DType::F32, {n}, 1.0f, 0.1f, seed);
-  };
-  const int64_t heads = s.n_heads, q_out = heads * s.head_dim;
-  if (s.q_lora_rank > 0) {
-    DUET_TRY(matrix(names::blk(l, names::kAttnQA), s.dim, s.q_lora_rank, 1.0f));
-    DUET_TRY(norm(names::blk(l, names::kAttnQANorm), s.q_lora_rank));
-    DUET_TRY(matrix(names::blk(l, names::kAttnQB), s.q_lora_rank, q_out, 1.0f));
-  } else {
-    DUET_TRY(matrix(names::blk(l, names::kAttnQ), s.dim, q_out, 1.0f));
-  }
-  DUET_TRY(matrix(names::blk(l, names::kAttnKvA), s.dim, int64_t{s.kv_lora_rank} + s.rope_dim, 1.0f));
-  DUET_TRY(norm(names::blk(l, names::kAttnKvANorm), s.kv_lora_rank));
-  DUET_TRY(matrix(names::blk(l, names::kAttnKvB), s.kv_lora_rank, heads * (s.head_dim - s.rope_dim + s.v_head_dim), 1.0f));
-  DUET_TRY(matrix(names::blk(l, names::kAttnOut), heads * s.v_head_dim, s.dim, res_scale));
-  DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
-  if (!s.moe() || l < s.n_dense_leading) {
-    DUET_TRY(matrix(names::blk(l, names::kFfnGate), s.dim, s.ffn_dim, 1.0f));
-    DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, s.ffn_dim, 1.0f));
-    return matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale);
-  }
-  DUET_TRY(add_experts(w, s, l, dt, res_scale, seed));
-  if (s.shared_expert_ffn_dim == 0) return {};
-  const int64_t sh = s.shared_expert_ffn_dim;
-  DUET_TRY(matrix(names::blk(l, names::kFfnGateShexp), s.dim, sh, 1.0f));
-  DUET_TRY(matrix(names::blk(l, names::kFfnUpShexp), s.dim, sh, 1.0f));
-  return matrix(names::blk(l, names::kFfnDownShexp), sh, s.dim, res_scale);
+// One layer tensor of random values: a norm near 1, a matrix of deviation
+// 1/sqrt(fan_in) (the residual projections smaller: `res_scale`), a router
+// in F32 (llama-quantize leaves it so) that spreads tokens over the experts,
+// a mixture's experts stacked [in, out, n] as llama.cpp's converters write them.
+Status add_layer_tensor(GgufWriter& w, const LayerTensor& t, int l, DType dt, float res_scale, uint64_t seed) {
+  constexpr float kNormNoise = 0.1f;
+  const std::string name = t.bias ? names::blk_bias(l, t.gguf) : names::blk(l, t.gguf);
+  if (t.is_vector()) return add_random(w, name, DType::F32, {t.out}, t.bias ? 0.0f : 1.0f, kNormNoise, seed);
+  const float stddev = 1.0f / std::sqrt(static_cast<float>(t.in)) * (t.residual ? res_scale : 1.0f);
+  std::vector<int64_t> ne = {t.in, t.out};
+  if (t.n_experts > 0) ne.push_back(t.n_experts);
+  return add_random(w, name, t.role == Role::kRouter ? DType::F32 : dt, std::move(ne), 0.0f, stddev, seed);
 }
 
 }  // namespace
@@ -207,35 +174,35 @@ Result<ModelConfig> model_preset(std::string_view name) {
     s = {.n_vocab = 32000, .dim = 288, .n_layers = 6, .n_heads = 6, .n_kv_heads = 6, .ffn_dim = 768,
          .ctx_len = 256, .tied_output = true};
   } else if (name == "qwen3-0.6b") {
-    s = {.arch = "qwen3", .n_vocab = 151936, .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8,
+    s = {.arch = Arch::kQwen3, .n_vocab = 151936, .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8,
          .head_dim = 128, .ffn_dim = 3072, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f, .tied_output = true};
   } else if (name == "gemma3-1b") {
-    s = {.arch = "gemma3", .n_vocab = 262144, .dim = 1152, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1,
+    s = {.arch = Arch::kGemma3, .n_vocab = 262144, .dim = 1152, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1,
          .head_dim = 256, .ffn_dim = 6912, .ctx_len = 32768, .rope_base = 1e6f, .rms_eps = 1e-6f,
          .sliding_window = 512, .tied_output = true};
   } else if (name == "gemma2-2b") {
-    s = {.arch = "gemma2", .n_vocab = 256000, .dim = 2304, .n_layers = 26, .n_heads = 8, .n_kv_heads = 4,
+    s = {.arch = Arch::kGemma2, .n_vocab = 256000, .dim = 2304, .n_layers = 26, .n_heads = 8, .n_kv_heads = 4,
          .head_dim = 256, .ffn_dim = 9216, .ctx_len = 8192, .rms_eps = 1e-6f, .sliding_window = 4096,
          .tied_output = true, .attn_softcap = 50.0f, .final_softcap = 30.0f};
   } else if (name == "phi4-mini") {
-    s = {.arch = "phi3", .n_vocab = 200064, .dim = 3072, .n_layers = 32, .n_heads = 24, .n_kv_heads = 8,
+    s = {.arch = Arch::kPhi3, .n_vocab = 200064, .dim = 3072, .n_layers = 32, .n_heads = 24, .n_kv_heads = 8,
          .head_dim = 128, .ffn_dim = 8192, .ctx_len = 4096, .rope_dim = 96, .tied_output = true};
   } else if (name == "mixtral-8x7b") {
     s = {.n_vocab = 32000, .dim = 4096, .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .ffn_dim = 14336,
          .ctx_len = 32768, .rope_base = 1e6f, .n_experts = 8, .n_experts_used = 2, .expert_ffn_dim = 14336};
   } else if (name == "qwen3-30b-a3b") {
-    s = {.arch = "qwen3moe", .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
+    s = {.arch = Arch::kQwen3Moe, .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
          .head_dim = 128, .ffn_dim = 6144, .ctx_len = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
          .n_experts = 128, .n_experts_used = 8, .expert_ffn_dim = 768};
   } else if (name == "olmoe-1b-7b") {
-    s = {.arch = "olmoe", .n_vocab = 50304, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+    s = {.arch = Arch::kOlmoe, .n_vocab = 50304, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
          .ffn_dim = 1024, .ctx_len = 4096, .n_experts = 64, .n_experts_used = 8, .expert_ffn_dim = 1024,
          .expert_weights_norm = false};
   } else if (name == "olmo2-1b") {
-    s = {.arch = "olmo2", .n_vocab = 100352, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
+    s = {.arch = Arch::kOlmo2, .n_vocab = 100352, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16,
          .ffn_dim = 8192, .ctx_len = 4096, .rope_base = 500000.0f, .rms_eps = 1e-6f};
   } else if (name == "deepseek-v2-lite") {
-    s = {.arch = "deepseek2", .n_vocab = 102400, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16,
+    s = {.arch = Arch::kDeepseek2, .n_vocab = 102400, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16,
          .head_dim = 192, .ffn_dim = 10944, .ctx_len = 163840, .rope_dim = 64, .rms_eps = 1e-6f,
          .n_experts = 64, .n_experts_used = 6, .expert_ffn_dim = 1408, .expert_weights_norm = false,
          .shared_expert_ffn_dim = 2 * 1408, .n_dense_leading = 1, .kv_lora_rank = 512, .v_head_dim = 128};
@@ -273,24 +240,17 @@ Status validate_shape(const ModelConfig& s) {
     return err("synth: rope-base (", s.rope_base, ") must be a finite number > 1");
   if (!(s.rms_eps > 0.0) || !(s.rms_eps < 1.0))
     return err("synth: rms-eps (", s.rms_eps, ") must be in (0, 1)");
-  if ((s.arch == "qwen3moe" || s.arch == "olmoe") && !s.moe()) return err("synth: ", s.arch, " needs --experts");
+  const ArchRecord& record = arch_record(s.arch);
+  if (record.traits.experts != Experts::kOptional && !s.moe())
+    return err("synth: ", s.arch_name(), " needs --experts");
   if (s.moe()) {
     DUET_TRY(in("experts", s.n_experts, 1, 4096));
     DUET_TRY(in("experts-used", s.n_experts_used, 1, s.n_experts));
     DUET_TRY(in("expert-ffn", s.expert_ffn_dim, 1, kMaxDim));
-    if (s.arch != "llama" && s.arch != "qwen3moe" && s.arch != "olmoe" && s.arch != "deepseek2")
-      return err("synth: experts need architecture llama (Mixtral), qwen3moe, olmoe or deepseek2, not ", s.arch);
+    if (record.traits.fused_projections || record.traits.norms != NormPlacement::kPre)
+      return err("synth: ", s.arch_name(), " has no mixture of experts");
   }
-  if (s.arch == "deepseek2") {
-    DUET_TRY(in("kv-lora-rank", s.kv_lora_rank, 1, kMaxDim));
-    DUET_TRY(in("q-lora-rank", s.q_lora_rank, 0, kMaxDim));
-    DUET_TRY(in("v-head-dim", s.v_head_dim, 1, 4096));
-    DUET_TRY(in("rope-dim", s.rope_dim, 2, hd - 1));
-    if (s.rope_dim % 2 != 0) return err("synth: rope-dim (", s.rope_dim, ") must be even");
-    DUET_TRY(in("dense-layers", s.n_dense_leading, 0, s.n_layers));
-    if (s.moe() && s.expert_ffn_dim > 0 && s.shared_expert_ffn_dim % s.expert_ffn_dim != 0)
-      return err("synth: deepseek2's shared experts are whole experts of expert-ffn ", s.expert_ffn_dim);
-  }
+  if (record.check_shape) DUET_TRY(record.check_shape(s));
   return {};
 }
 
@@ -299,15 +259,9 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
     return err("synth: dtype ", dtype_name(opt.dtype), " is not supported (f32, f16, bf16)");
   ModelConfig s = opt.shape;
   if (s.moe() && s.expert_ffn_dim == 0) s.expert_ffn_dim = s.ffn_dim;  // Mixtral's experts are its FFN
-  const std::string& a = s.arch;
-  if (a != "llama" && a != "qwen3" && a != "qwen3moe" && a != "olmoe" && a != "olmo2" && a != "gemma2" &&
-      a != "gemma3" && a != "phi3" && a != "deepseek2")
-    return err("synth: architecture '", a,
-               "' is not supported (llama, qwen3, qwen3moe, olmoe, olmo2, gemma2, gemma3, phi3, deepseek2)");
-  if ((a == "gemma2" || a == "gemma3") && !s.tied_output) return err("synth: Gemma's head is always tied");
   DUET_ASSIGN(const GgufWriter vocab, vocab_keys(opt, s));
   if (s.head_dim == 0) s.head_dim = s.dim / s.n_heads;
-  if (a != "deepseek2" && (s.rope_dim == 0 || s.rope_dim > s.head_dim)) s.rope_dim = s.head_dim;
+  if (!arch_traits(s.arch).latent_attention && (s.rope_dim == 0 || s.rope_dim > s.head_dim)) s.rope_dim = s.head_dim;
   GgufWriter w;
   write_model_config(w, s);
   DUET_ASSIGN(const uint32_t file_type, llama_file_type(opt.dtype));
@@ -331,48 +285,9 @@ Status synth_model(const SynthOptions& opt, const std::string& out_path) {
   // Gemma multiplies embeddings by sqrt(dim) itself.
   const float embd_std = s.tied_output ? inv_sqrt(s.dim) : 1.0f;
   DUET_TRY(add_random(w, names::kTokenEmbd, dt, {s.dim, s.n_vocab}, 0.0f, embd_std, seed));
-  const bool fused = a == "phi3", gemma = a == "gemma2" || a == "gemma3", olmo2 = a == "olmo2";
-  const auto norm = [&](const std::string& name, int64_t n) {
-    return add_random(w, name, DType::F32, {n}, 1.0f, kNormNoise, seed);
-  };
-  const auto matrix = [&](const std::string& name, int64_t in, int64_t out, float scale) {
-    return add_random(w, name, dt, {in, out}, 0.0f, inv_sqrt(in) * scale, seed);
-  };
-  for (int l = 0; l < s.n_layers; ++l) {
-    const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
-    if (!olmo2) DUET_TRY(norm(names::blk(l, names::kAttnNorm), s.dim));  // OLMo 2 norms outputs only
-    if (a == "deepseek2") {
-      DUET_TRY(add_mla_layer(w, s, l, dt, res_scale, seed));
-      continue;
-    }
-    if (fused) {
-      DUET_TRY(matrix(names::blk(l, names::kAttnQkv), s.dim, q_out + 2 * kv_out, 1.0f));
-    } else {
-      DUET_TRY(matrix(names::blk(l, names::kAttnQ), s.dim, q_out, 1.0f));
-      DUET_TRY(matrix(names::blk(l, names::kAttnK), s.dim, kv_out, 1.0f));
-      DUET_TRY(matrix(names::blk(l, names::kAttnV), s.dim, kv_out, 1.0f));
-    }
-    if (a == "qwen3" || a == "qwen3moe" || a == "gemma3" || s.qk_norm_spans_heads()) {
-      const bool spans = s.qk_norm_spans_heads();
-      DUET_TRY(norm(names::blk(l, names::kAttnQNorm), spans ? q_out : s.head_dim));
-      DUET_TRY(norm(names::blk(l, names::kAttnKNorm), spans ? kv_out : s.head_dim));
-    }
-    DUET_TRY(matrix(names::blk(l, names::kAttnOut), q_out, s.dim, res_scale));
-    if (!olmo2) DUET_TRY(norm(names::blk(l, names::kFfnNorm), s.dim));
-    if (gemma || olmo2) {
-      DUET_TRY(norm(names::blk(l, names::kPostAttnNorm), s.dim));
-      DUET_TRY(norm(names::blk(l, names::kPostFfnNorm), s.dim));
-    }
-    if (s.moe()) {
-      DUET_TRY(add_experts(w, s, l, dt, res_scale, seed));
-    } else if (fused) {
-      DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, 2 * int64_t{s.ffn_dim}, 1.0f));
-    } else {
-      DUET_TRY(matrix(names::blk(l, names::kFfnGate), s.dim, s.ffn_dim, 1.0f));
-      DUET_TRY(matrix(names::blk(l, names::kFfnUp), s.dim, s.ffn_dim, 1.0f));
-    }
-    if (!s.moe()) DUET_TRY(matrix(names::blk(l, names::kFfnDown), s.ffn_dim, s.dim, res_scale));
-  }
+  for (int l = 0; l < s.n_layers; ++l)
+    for (const LayerTensor& t : arch_record(s.arch).layer_tensors(s, l))
+      DUET_TRY(add_layer_tensor(w, t, l, dt, res_scale, seed));
   DUET_TRY(add_random(w, names::kOutputNorm, DType::F32, {s.dim}, 1.0f, kNormNoise, seed));
   if (!s.tied_output)
     DUET_TRY(add_random(w, names::kOutput, dt, {s.dim, s.n_vocab}, 0.0f, inv_sqrt(s.dim), seed));

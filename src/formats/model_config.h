@@ -2,13 +2,15 @@
 // source fills (GGUF metadata, a Hugging Face config.json, a llama2.c header,
 // a synthetic shape) and the one writer of them as GGUF metadata. The
 // architectures differ in these values and in which tensors they have
-// (model/architectures.h binds those); the layer code is shared.
+// (formats/arch/ holds each one's record); the layer code is shared.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
+#include "formats/arch/arch_id.h"
 
 namespace duet {
 
@@ -30,12 +32,8 @@ enum class FfnActivation { kSilu, kGeluTanh };
 enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
 const char* pooling_name(Pooling p);
 
-// The architectures duet runs (general.architecture), for error messages.
-inline constexpr const char* kSupportedArchitectures =
-    "llama (and Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe, olmoe, olmo2, gemma2, gemma3, phi3, deepseek2";
-
 struct ModelConfig {
-  std::string arch = "llama";
+  Arch arch = Arch::kLlama;
   std::string name = "";  // general.name
   int32_t n_vocab = 0;
   int32_t dim = 0;         // embedding length
@@ -74,7 +72,7 @@ struct ModelConfig {
   // (Gemma 3); the global layers use rope_base and rope_linear_factor.
   float rope_base_local = 0.0f;
   bool tied_output = false;         // the head reads token_embd (no output.weight)
-  bool qkv_bias = false;            // set by the weight binder (Qwen2)
+  bool qkv_bias = false;            // q, k and v have biases (Qwen2; Llama where the checkpoint has them)
   float embed_scale = 1.0f;         // embeddings are multiplied by this (Gemma: sqrt(dim))
   FfnActivation ffn_act = FfnActivation::kSilu;
   float attn_softcap = 0.0f;        // > 0: scores become cap * tanh(score / cap) (Gemma 2)
@@ -94,6 +92,9 @@ struct ModelConfig {
   // experts' weighted sum is multiplied by expert_weights_scale.
   int32_t n_dense_leading = 0;
   float expert_weights_scale = 1.0f;
+  // Of a mixture of experts, further layers whose FFN is dense (Qwen-MoE's
+  // mlp_only_layers and decoder_sparse_step; in GGUF, the layers without a router).
+  std::vector<int32_t> dense_layers;
   // Multi-head latent attention (DeepSeek-V2; kv_lora_rank 0: ordinary
   // attention). Each head's query and key are [nope | rope] of head_dim =
   // nope + rope_dim dims (the RoPE dims last), its value v_head_dim wide;
@@ -105,23 +106,25 @@ struct ModelConfig {
   int32_t q_lora_rank = 0;
   int32_t v_head_dim = 0;
 
+  const char* arch_name() const { return duet::arch_name(arch); }
   bool moe() const { return n_experts > 0; }
+  bool moe_layer(int32_t layer) const;
   bool mla() const { return kv_lora_rank > 0; }
   int32_t nope_dim() const { return head_dim - rope_dim; }  // MLA: the dims of a head RoPE leaves alone
   int32_t latent_dim() const { return kv_lora_rank + rope_dim; }  // MLA: one token's cached row per layer
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
-  // OLMoE's and OLMo 2's q and k norms run over all heads of a row at once
-  // (one weight of q_dim / kv_dim); Qwen3's and Gemma 3's over each head alone.
-  bool qk_norm_spans_heads() const { return arch == "olmoe" || arch == "olmo2"; }
+  // q and k norms over all heads of a row at once (one weight of q_dim /
+  // kv_dim: OLMo), not over each head alone (Qwen3, Gemma 3).
+  bool qk_norm_spans_heads() const;
   bool layer_slides(int32_t layer) const {
     return sliding_window > 0 && (swa_period == 0 || (layer + 1) % swa_period != 0);
   }
   float attn_scale() const;
 };
 
-// Reads and validates the config of a supported architecture (llama,
-// mistral, qwen2: one forward pass, different configuration).
+// Reads and validates the config of a supported architecture: the keys
+// every architecture has, then its record's own (formats/arch/).
 Result<ModelConfig> read_model_config(const GgufFile& file);
 
 // Writes general.architecture, general.name and the architecture's keys as

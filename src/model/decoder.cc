@@ -24,13 +24,6 @@ namespace {
 
 namespace n = gguf_names;
 
-// A weight of a type with no kernels; for one duet can still read
-// (dequantize_row), the way to a file it can run.
-Error no_kernels(const std::string& path, const std::string& name, DType t) {
-  return err(path, ": tensor ", name, " has dtype ", dtype_name(t), " which duet cannot compute with",
-             dequantizable(t) ? " (`duet quantize` converts the file to a type it can, e.g. q4_k)" : "");
-}
-
 void add_bias(float* y, const TensorView* bias, int32_t n, int32_t width) {
   if (!bias) return;
   const float* b = static_cast<const float*>(bias->data);
@@ -83,7 +76,7 @@ class DecoderModel final : public Model {
     if (comm_ && comm_->leads()) lead_stop(*comm_);
   }
 
-  Status bind(LayerBinder bind_layer);
+  Status bind();
   Status bind_rope();
   Status pack_matrices();
   size_t weight_bytes_per_pass() const override;
@@ -97,7 +90,6 @@ class DecoderModel final : public Model {
   void set_context(int32_t n_ctx) override;
 
  private:
-  Status check_layers() const;
   Status shard_layers();
   Status shard_experts(LayerWeights& w);
   void shard_head();
@@ -175,98 +167,33 @@ class DecoderModel final : public Model {
   std::string notes_;
 };
 
-// ne1 0: a vector of ne0 elements.
-Result<const TensorView*> require(const GgufFile& file_, const std::string& name, int64_t ne0, int64_t ne1) {
-  const TensorView* t = file_.tensor(name);
-  if (!t) return err(file_.path(), ": missing tensor ", name);
-  const bool is_vector = ne1 == 0;
-  const bool shape_ok = is_vector ? (t->n_dims == 1 && t->ne[0] == ne0)
-                                  : (t->n_dims == 2 && t->ne[0] == ne0 && t->ne[1] == ne1);
-  if (!shape_ok)
-    return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1],
-               "], expected [", ne0, is_vector ? "" : ", ", is_vector ? "" : std::to_string(ne1),
-               "]");
-  if (is_vector && t->dtype != DType::F32)
-    return err(file_.path(), ": norm tensor ", name, " must be F32, not ", dtype_name(t->dtype));
-  if (!is_vector && !type_kernels(t->dtype))
-    return no_kernels(file_.path(), name, t->dtype);
-  return t;
-}
-
 }  // namespace
-
-Result<const TensorView*> WeightBinder::matrix(const std::string& name, int64_t in, int64_t out) const {
-  return require(file_, name, in, out);
-}
-
-Result<const TensorView*> WeightBinder::vector(const std::string& name, int64_t n) const {
-  return require(file_, name, n, 0);
-}
-
-const TensorView* WeightBinder::rows(const TensorView& m, int64_t first, int64_t count) {
-  TensorView& v = slices_.emplace_back(m);
-  v.name = m.name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
-  v.n_dims = 2;
-  v.ne = {m.ne[0], count, 1, 1};
-  // Packed bytes come in 16-row groups of one size (kernels/packed_gemm.h);
-  // a packed view's nbytes stays the file's.
-  const size_t unit = m.packed ? packed_bytes(m) / static_cast<size_t>(m.rows() / kPackRows) : m.row_stride();
-  const int64_t per_unit = m.packed ? kPackRows : 1;
-  v.data = static_cast<const uint8_t*>(m.data) + unit * static_cast<size_t>(first / per_unit);
-  v.nbytes = unit * static_cast<size_t>(count / per_unit);
-  return &v;
-}
-
-Result<ExpertMatrices> WeightBinder::experts(int layer, const std::string& stacked, const std::string& split,
-                                             int64_t in, int64_t out, int64_t n) {
-  ExpertMatrices m;
-  const std::string name = n::blk(layer, stacked);
-  if (const TensorView* t = file_.tensor(name)) {
-    if (t->n_dims != 3 || t->ne[0] != in || t->ne[1] != out || t->ne[2] != n)
-      return err(file_.path(), ": tensor ", name, " has shape [", t->ne[0], ", ", t->ne[1], ", ", t->ne[2],
-                 "], expected [", in, ", ", out, ", ", n, "] (", n, " experts of ", out, " rows of ", in, ")");
-    if (!type_kernels(t->dtype))
-      return no_kernels(file_.path(), name, t->dtype);
-    m.stacked = rows(*t, 0, out * n);  // the same bytes as one matrix of every expert's rows
-    for (int64_t e = 0; e < n; ++e) m.experts.push_back(rows(*m.stacked, e * out, out));
-    return m;
-  }
-  if (!has(n::blk_expert(layer, split, 0)))
-    return err(file_.path(), ": missing tensor ", name, " (nor ", n::blk_expert(layer, split, 0), " for split experts)");
-  for (int64_t e = 0; e < n; ++e) {
-    DUET_ASSIGN(const TensorView* t, matrix(n::blk_expert(layer, split, static_cast<int>(e)), in, out));
-    m.experts.push_back(t);
-  }
-  return m;
-}
 
 namespace {
 
-Status DecoderModel::bind(LayerBinder bind_layer) {
+Status DecoderModel::bind() {
   const ModelConfig& c = config_;
   if (c.n_heads / c.n_kv_heads > 64)
     return err(file_.path(), ": more than 64 query heads per KV head is unsupported");
   if (comm_) DUET_TRY(check_shardable(c, comm_->size()));
-  DUET_ASSIGN(embd_, require(file_, n::kTokenEmbd, c.dim, c.n_vocab));
-  DUET_ASSIGN(output_norm_, require(file_, n::kOutputNorm, c.dim, 0));
+  WeightBinder binder(file_, slices_);
+  DUET_ASSIGN(embd_, binder.matrix(n::kTokenEmbd, c.dim, c.n_vocab));
+  DUET_ASSIGN(output_norm_, binder.vector(n::kOutputNorm, c.dim));
   if (file_.tensor(n::kOutput)) {
-    DUET_ASSIGN(output_, require(file_, n::kOutput, c.dim, c.n_vocab));
+    DUET_ASSIGN(output_, binder.matrix(n::kOutput, c.dim, c.n_vocab));
   } else {
     output_ = embd_;
     config_.tied_output = true;
   }
-  WeightBinder binder(file_, slices_);
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights w{};
     DUET_TRY(bind_layer(binder, c, l, w));
     layers_.push_back(w);
   }
-  DUET_TRY(check_layers());
   if (c.moe()) {
     const size_t cells = static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_experts);
     expert_tokens_ = std::make_unique<std::atomic<uint64_t>[]>(cells);
   }
-  config_.qkv_bias = layers_[0].bq != nullptr;
   if (comm_) {
     DUET_TRY(shard_layers());
     shard_head();
@@ -299,65 +226,39 @@ void DecoderModel::absorb_mla() {
   }
 }
 
-// Every layer has the same optional parts: the flags in the config describe
-// the whole stack.
-Status DecoderModel::check_layers() const {
-  const LayerWeights& first = layers_[0];
-  for (size_t l = 1; l < layers_.size(); ++l) {
-    const LayerWeights& w = layers_[l];
-    if ((w.bq != nullptr) != (first.bq != nullptr) || (w.q_norm != nullptr) != (first.q_norm != nullptr) ||
-        (w.post_attn_norm != nullptr) != (first.post_attn_norm != nullptr))
-      return err(file_.path(), ": layer ", l, " has different optional tensors (biases, q/k norms, post-norms) than layer 0");
-  }
-  return {};
-}
-
 // This rank's heads and FFN columns (model/tensor_shard.h) in place of the
 // whole layers, before packing, so only the shard is packed and paged in;
 // the config then counts this rank's heads and width, which is all the
 // forward pass (and the KV cache's shape) needs to know.
 Status DecoderModel::shard_layers() {
-  const ModelConfig& c = config_;
   const int r = comm_->rank(), ranks = comm_->size();
-  const int64_t q = c.q_dim() / ranks, kv = c.kv_dim() / ranks, ffn = c.ffn_dim / ranks;
-  const int64_t shared = c.shared_expert_ffn_dim / ranks;
   WeightBinder binder(file_, slices_);
   // A column range touches every row's pages: once copied, the mapped
-  // pages of the whole matrix go back.
-  const auto split_columns = [&](const TensorView*& m, int64_t first, int64_t count) -> Status {
-    const TensorView* whole = m;
-    DUET_ASSIGN(m, shards_.columns(*whole, first, count));
-    file_.drop_pages(*whole);
+  // pages of the whole matrix go back. A bias splits as its matrix's rows.
+  const auto shard = [&](Shard how, const TensorView*& t) -> Status {
+    if (how == Shard::kRows && t->n_dims == 1) {
+      const int64_t part = t->ne[0] / ranks;
+      t = shards_.elements(t, r * part, part);
+    } else if (how == Shard::kRows) {
+      const int64_t part = t->rows() / ranks;
+      t = binder.rows(*t, r * part, part);
+    } else if (how == Shard::kColumns) {
+      const TensorView* whole = t;
+      const int64_t part = whole->ne[0] / ranks;
+      DUET_ASSIGN(t, shards_.columns(*whole, r * part, part));
+      file_.drop_pages(*whole);
+    }
     return {};
   };
   // Latent attention: the latent's projections (wq_a, wkv_a) and norms are
   // whole on every rank, so each rank caches every token's latent; a head's
   // rows of attn_kv_b decompress it for that head alone.
-  const int64_t mla_heads = c.n_heads / ranks, kv_b = mla_heads * (c.nope_dim() + c.v_head_dim);
-  const int64_t mla_att = mla_heads * c.v_head_dim;
   for (LayerWeights& w : layers_) {
-    w.wq = binder.rows(*w.wq, r * q, q);
-    w.bq = shards_.elements(w.bq, r * q, q);
-    if (c.mla()) {
-      w.wkv_b = binder.rows(*w.wkv_b, r * kv_b, kv_b);
-      DUET_TRY(split_columns(w.wo, r * mla_att, mla_att));
-    } else {
-      w.wk = binder.rows(*w.wk, r * kv, kv);
-      w.wv = binder.rows(*w.wv, r * kv, kv);
-      w.bk = shards_.elements(w.bk, r * kv, kv);
-      w.bv = shards_.elements(w.bv, r * kv, kv);
-      DUET_TRY(split_columns(w.wo, r * q, q));
-    }
-    if (w.w_gate) {  // a dense FFN (a mixture of experts' layers have none)
-      w.w_gate = binder.rows(*w.w_gate, r * ffn, ffn);
-      w.w_up = binder.rows(*w.w_up, r * ffn, ffn);
-      DUET_TRY(split_columns(w.w_down, r * ffn, ffn));
-    }
-    if (w.shared_gate) {
-      w.shared_gate = binder.rows(*w.shared_gate, r * shared, shared);
-      w.shared_up = binder.rows(*w.shared_up, r * shared, shared);
-      DUET_TRY(split_columns(w.shared_down, r * shared, shared));
-    }
+    Status st;
+    for_each_tensor(w, [&](const RoleField& f, const TensorView*& t) {
+      if (st.ok()) st = shard(f.shard, t);
+    });
+    DUET_TRY(st);
     if (w.router) DUET_TRY(shard_experts(w));
   }
   config_.n_heads /= ranks;
@@ -438,8 +339,9 @@ Status DecoderModel::pack_matrices() {
     std::vector<const TensorView**> slots;
     // attn_kv_b stays as the file has it: the naive MLA path multiplies by
     // it, the absorbed one reads its f32 copy.
-    for (const TensorView** m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.wq_a, &w.wkv_a, &w.w_gate, &w.w_up, &w.w_down, &w.router, &w.shared_gate, &w.shared_up, &w.shared_down})
-      if (*m) slots.push_back(m);
+    for_each_tensor(w, [&](const RoleField& f, const TensorView*& t) {
+      if (f.packed) slots.push_back(&t);
+    });
     DUET_TRY(pack(slots));
     if (!w.router || !experts_fit) continue;
     DUET_TRY(pack_experts(w.exp_gate, config_.expert_ffn_dim));
@@ -490,8 +392,9 @@ Status DecoderModel::bind_rope() {
   const ModelConfig& c = config_;
   const int half = c.rope_dim / 2;
   const float* freq_divisors = nullptr;  // Llama 3.1-style per-dimension scaling
+  const WeightBinder binder(file_, slices_);
   if (file_.tensor(n::kRopeFreqs)) {
-    DUET_ASSIGN(const TensorView* t, require(file_, n::kRopeFreqs, half, 0));
+    DUET_ASSIGN(const TensorView* t, binder.vector(n::kRopeFreqs, half));
     freq_divisors = static_cast<const float*>(t->data);
     for (int i = 0; i < half; ++i)
       if (!(freq_divisors[i] > 0.0f))
@@ -501,7 +404,7 @@ Status DecoderModel::bind_rope() {
                                    : rope_inv_freq(c.rope_dim, c.rope_base, c.rope_linear_factor, freq_divisors);
   if (c.rope_orig_ctx > 0) {
     for (auto [name, table] : {std::pair{&n::kRopeFactorsShort, &inv_freq_short_}, {&n::kRopeFactorsLong, &inv_freq_long_}}) {
-      DUET_ASSIGN(const TensorView* t, require(file_, *name, half, 0));
+      DUET_ASSIGN(const TensorView* t, binder.vector(*name, half));
       const auto* div = static_cast<const float*>(t->data);
       for (int i = 0; i < half; ++i)
         if (!(div[i] > 0.0f)) return err(file_.path(), ": ", *name, "[", i, "] = ", div[i], " must be positive");
@@ -526,11 +429,7 @@ void DecoderModel::set_context(int32_t n_ctx) {
 size_t DecoderModel::weight_bytes_per_pass() const {
   size_t bytes = output_->nbytes + output_norm_->nbytes;
   for (const LayerWeights& w : layers_) {
-    for (const TensorView* t : {w.attn_norm, w.wq, w.wk, w.wv, w.wo, w.ffn_norm, w.w_gate, w.w_up, w.w_down,
-                                w.bq, w.bk, w.bv, w.q_norm, w.k_norm, w.post_attn_norm, w.post_ffn_norm, w.router,
-                                w.shared_gate, w.shared_up, w.shared_down, w.shared_router, w.wq_a, w.q_a_norm,
-                                w.wkv_a, w.kv_a_norm, w.wkv_b})
-      bytes += t ? t->nbytes : 0;
+    for_each_tensor(w, [&](const RoleField&, const TensorView* t) { bytes += t->nbytes; });
     size_t experts = 0;
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_up, &w.exp_down})
       for (const TensorView* t : m->experts) experts += t->nbytes;
@@ -633,9 +532,10 @@ void DecoderModel::ensure_workspace(int32_t n) {
   }
   size_t scratch = activation_scratch_bytes(*output_, n);
   for (const LayerWeights& w : layers_) {
-    for (const TensorView* t : {w.wq, w.wk, w.wv, w.wo, w.w_gate, w.w_up, w.w_down, w.router, w.shared_gate,
-                                w.shared_down, w.shared_router, w.wq_a, w.wkv_a})
-      if (t) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+    // The matrices the step multiplies by (attn_kv_b's paths keep their own scratch).
+    for_each_tensor(w, [&](const RoleField& f, const TensorView* t) {
+      if (f.packed || f.role == Role::kSharedRouter) scratch = std::max(scratch, activation_scratch_bytes(*t, n));
+    });
     for (const ExpertMatrices* m : {&w.exp_gate, &w.exp_down})
       if (!m->experts.empty())
         scratch = std::max(scratch, grouped_scratch_bytes(*m->experts[0], static_cast<int64_t>(routed), n));
@@ -1204,9 +1104,9 @@ void DecoderModel::shift_keys(KvCache& cache, const BlockTable& table, int32_t b
 }  // namespace
 
 Result<std::unique_ptr<Model>> load_decoder(GgufFile file, ModelConfig config, std::unique_ptr<Tokenizer> tokenizer,
-                                            LayerBinder bind_layer, Communicator* comm) {
+                                            Communicator* comm) {
   auto model = std::make_unique<DecoderModel>(std::move(file), std::move(config), std::move(tokenizer), comm);
-  DUET_TRY(model->bind(bind_layer));
+  DUET_TRY(model->bind());
   return std::unique_ptr<Model>(std::move(model));
 }
 

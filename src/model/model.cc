@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "formats/hf_import.h"
-#include "model/architectures.h"
+#include "model/decoder.h"
 
 namespace duet {
 
@@ -27,10 +27,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, LoadMode mod
   if (tokenizer->n_vocab() > config.n_vocab)
     return err(path, ": tokenizer has ", tokenizer->n_vocab(), " tokens but token_embd.weight has ",
                config.n_vocab, " rows");
-  const LayerBinder bind_layer = layer_binder(config.arch);
-  if (!bind_layer)
-    return err(path, ": unsupported architecture '", config.arch, "' (supported: ", kSupportedArchitectures, ")");
-  return load_decoder(std::move(file), std::move(config), std::move(tokenizer), bind_layer, comm);
+  return load_decoder(std::move(file), std::move(config), std::move(tokenizer), comm);
 }
 
 }  // namespace duet

@@ -3,34 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "formats/llama_names.h"
-
 namespace duet {
-
-namespace n = gguf_names;
-
-Status bind_moe_ffn(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w) {
-  if (!c.moe()) return err("layer ", l, " has a router (", n::blk(l, n::kFfnRouter), ") but the file sets no expert_count");
-  const int64_t ne = c.n_experts, ffn = c.expert_ffn_dim;
-  DUET_ASSIGN(w.router, b.matrix(n::blk(l, n::kFfnRouter), c.dim, ne));
-  DUET_ASSIGN(w.exp_gate, b.experts(l, n::kFfnGateExps, n::kFfnGate, c.dim, ffn, ne));
-  DUET_ASSIGN(w.exp_up, b.experts(l, n::kFfnUpExps, n::kFfnUp, c.dim, ffn, ne));
-  DUET_ASSIGN(w.exp_down, b.experts(l, n::kFfnDownExps, n::kFfnDown, ffn, c.dim, ne));
-  if (c.shared_expert_ffn_dim == 0) return {};
-  const int64_t shared = c.shared_expert_ffn_dim;
-  DUET_ASSIGN(w.shared_gate, b.matrix(n::blk(l, n::kFfnGateShexp), c.dim, shared));
-  DUET_ASSIGN(w.shared_up, b.matrix(n::blk(l, n::kFfnUpShexp), c.dim, shared));
-  DUET_ASSIGN(w.shared_down, b.matrix(n::blk(l, n::kFfnDownShexp), shared, c.dim));
-  if (b.has(n::blk(l, n::kFfnRouterShexp))) {
-    // Stored as a vector [dim] or a one-row matrix [dim, 1]: a matrix here.
-    const std::string name = n::blk(l, n::kFfnRouterShexp);
-    Result<const TensorView*> v = b.vector(name, c.dim);
-    if (!v.ok()) v = b.matrix(name, c.dim, 1);
-    if (!v.ok()) return v.error();
-    w.shared_router = b.rows(**v, 0, 1);
-  }
-  return {};
-}
 
 void route_tokens(const float* logits, int32_t n, int32_t n_experts, int32_t k, bool renormalize,
                   ExpertRoutes& out) {

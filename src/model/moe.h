@@ -8,15 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/error.h"
-#include "model/decoder.h"
-
 namespace duet {
-
-// Binds layer l's router and experts (stacked or one tensor per expert),
-// and its shared expert where the config has one, checking every shape
-// against the config.
-Status bind_moe_ffn(WeightBinder& b, const ModelConfig& c, int l, LayerWeights& w);
 
 // A batch's tokens grouped by expert: expert e's are entries
 // [offset[e], offset[e + 1]) of rows (ascending batch rows) and weights.

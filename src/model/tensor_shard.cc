@@ -20,7 +20,7 @@ Status check_shardable(const ModelConfig& c, int ranks) {
   if (c.n_heads % ranks != 0)
     return err("cannot split ", c.n_heads, " attention heads over ", ranks, " ranks: the rank count must divide the heads");
   if (c.qk_norm_spans_heads())
-    return err(c.arch, "'s q and k norms span every head of a row, which tensor parallelism splits over ranks: run it in one process");
+    return err(c.arch_name(), "'s q and k norms span every head of a row, which tensor parallelism splits over ranks: run it in one process");
   if (c.ffn_dim % ranks != 0)
     return err("cannot split the FFN width ", c.ffn_dim, " over ", ranks, " ranks: the rank count must divide it");
   if (c.expert_ffn_dim % ranks != 0)

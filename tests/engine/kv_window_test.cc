@@ -249,7 +249,7 @@ namespace {
 TEST(KvWindow, SlidingLayersOfAMixedModelFreeTheirBlocksAlone) {
   testing::TempDir dir;
   SynthOptions o;
-  o.shape = {.arch = "gemma2", .name = "mixed", .dim = 64, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2,
+  o.shape = {.arch = Arch::kGemma2, .name = "mixed", .dim = 64, .n_layers = 4, .n_heads = 4, .n_kv_heads = 2,
              .head_dim = 16, .ffn_dim = 96, .ctx_len = 512, .sliding_window = 32, .tied_output = true};
   o.seed = 5;
   o.vocab_from = stories_path();

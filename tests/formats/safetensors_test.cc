@@ -226,7 +226,7 @@ json llama_config() {
 TEST(HfConfig, ReadsDefaultsAndArchitectures) {
   auto c = parse_hf_config(llama_config().dump(), "config.json");
   ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->model.arch, "llama");
+  EXPECT_EQ(c->model.arch, Arch::kLlama);
   EXPECT_EQ(c->model.head_dim, 8);
   EXPECT_EQ(c->model.rope_base, 10000.0);
   EXPECT_TRUE(c->permute_qk());
@@ -245,7 +245,7 @@ TEST(HfConfig, ReadsDefaultsAndArchitectures) {
   q["sliding_window"] = 64;
   auto qc = parse_hf_config(q.dump(), "c");
   ASSERT_TRUE(qc.ok()) << qc.error().message;
-  EXPECT_EQ(qc->model.arch, "qwen2");
+  EXPECT_EQ(qc->model.arch, Arch::kQwen2);
   EXPECT_TRUE(qc->model.qkv_bias);
   EXPECT_FALSE(qc->permute_qk());
   EXPECT_EQ(qc->model.sliding_window, 0);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "formats/arch/arch.h"
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
 #include "model/model.h"
@@ -68,15 +69,19 @@ TEST(ArchitectureLoad, Qwen3NamesItsMissingQkNorm) {
 TEST(ArchitectureLoad, GemmaNeedsItsWindowAndPostNorms) {
   std::string e = load_error("gemma2");
   EXPECT_NE(e.find("gemma2.attention.sliding_window is missing"), std::string::npos) << e;
-  e = load_error("gemma3", {{"gemma3.attention.sliding_window", GgufValue::of_u32(64)}});
+  e = load_error("gemma2", {{"gemma2.attention.sliding_window", GgufValue::of_u32(64)}});
   EXPECT_NE(e.find("missing tensor blk.0.post_attention_norm.weight"), std::string::npos) << e;
+  // Gemma 3's per-head q/k norms come first in a layer's tensors.
+  e = load_error("gemma3", {{"gemma3.attention.sliding_window", GgufValue::of_u32(64)}});
+  EXPECT_NE(e.find("missing tensor blk.0.attn_q_norm.weight"), std::string::npos) << e;
 }
 
 TEST(ArchitectureLoad, OlmoNamesWhatItNeeds) {
-  // stories260K has llama's pre-norms, which OLMo 2 does not read: its
-  // post-norms are what is missing. OLMoE needs a router in every layer.
+  // stories260K has llama's pre-norms, which OLMo 2 does not read: its q/k
+  // norms across heads and its post-norms are what is missing, the first
+  // named. OLMoE needs a router in every layer.
   std::string e = load_error("olmo2");
-  EXPECT_NE(e.find("missing tensor blk.0.post_attention_norm.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing tensor blk.0.attn_q_norm.weight"), std::string::npos) << e;
   e = load_error("olmoe");
   EXPECT_NE(e.find("olmoe.expert_count is missing"), std::string::npos) << e;
 }
@@ -114,15 +119,15 @@ std::vector<float> run(Model& m, const std::vector<int32_t>& prompt, bool one_ba
 
 TEST_P(SynthArchitecture, PrefillEqualsDecode) {
   testing::TempDir dir;
-  SynthOptions o{.shape = {.arch = GetParam(), .name = "t", .n_vocab = 300, .dim = 64, .n_layers = 7, .n_heads = 4,
+  SynthOptions o{.shape = {.arch = find_arch(GetParam())->arch, .name = "t", .n_vocab = 300, .dim = 64, .n_layers = 7, .n_heads = 4,
                            .n_kv_heads = 2, .head_dim = 32, .ffn_dim = 96, .ctx_len = 128, .rope_dim = 24,
                            .sliding_window = 8, .tied_output = true},
                  .dtype = DType::F32, .seed = 3, .vocab_from = ""};
-  if (o.shape.arch != "phi3") o.shape.rope_dim = 0;  // only Phi rotates part of each head
+  if (o.shape.arch != Arch::kPhi3) o.shape.rope_dim = 0;  // only Phi rotates part of each head
   ASSERT_TRUE(synth_model(o, dir.file("m.gguf")).ok());
   auto m = Model::load(dir.file("m.gguf"));
   ASSERT_TRUE(m.ok()) << m.error().message;
-  EXPECT_EQ((*m)->config().arch, GetParam());
+  EXPECT_EQ(std::string((*m)->config().arch_name()), GetParam());
   std::vector<int32_t> prompt;
   for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 11) % 300);
   const std::vector<float> batched = run(**m, prompt, true), stepped = run(**m, prompt, false);
@@ -142,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Each, SynthArchitecture, ::testing::Values("llama", "qw
 // keys llama.cpp's converter writes).
 std::string phi3_longrope(const testing::TempDir& dir, const std::vector<float>& short_f,
                           const std::vector<float>& long_f, const std::string& name) {
-  SynthOptions o{.shape = {.arch = "phi3", .name = "t", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+  SynthOptions o{.shape = {.arch = Arch::kPhi3, .name = "t", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
                            .n_kv_heads = 2, .head_dim = 16, .ffn_dim = 96, .ctx_len = 128},
                  .dtype = DType::F32, .seed = 5, .vocab_from = ""};
   EXPECT_TRUE(synth_model(o, dir.file("base.gguf")).ok());

@@ -24,7 +24,7 @@ using testing::relative_diff;
 // Scaled down from DeepSeek-V2-Lite: heads of nope 16 + rope 8 for q and k,
 // values of 16, a latent of 32; 8 experts top-2 beside 1 shared; layer 0 dense.
 ModelConfig mla_shape(int32_t q_lora = 0) {
-  return {.arch = "deepseek2", .name = "mla", .n_vocab = 300, .dim = 64, .n_layers = 3, .n_heads = 4,
+  return {.arch = Arch::kDeepseek2, .name = "mla", .n_vocab = 300, .dim = 64, .n_layers = 3, .n_heads = 4,
           .n_kv_heads = 4, .head_dim = 24, .ffn_dim = 96, .ctx_len = 256, .rope_dim = 8, .rms_eps = 1e-6f,
           .n_experts = 8, .n_experts_used = 2, .expert_ffn_dim = 32, .expert_weights_norm = false,
           .shared_expert_ffn_dim = 32, .n_dense_leading = 1, .expert_weights_scale = 1.5f, .kv_lora_rank = 32,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "formats/arch/arch.h"
 #include "formats/gguf.h"
 #include "formats/llama_synth.h"
 #include "model/model.h"
@@ -52,7 +53,7 @@ TEST(RouteTokens, TiesGoToTheLowerExpert) {
 
 ModelConfig moe_shape(const std::string& arch) {
   // Rows of 256 so that Q4_K applies to every matrix.
-  return {.arch = arch, .name = "moe", .n_vocab = 300, .dim = 256, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2,
+  return {.arch = find_arch(arch)->arch, .name = "moe", .n_vocab = 300, .dim = 256, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2,
           .head_dim = 16, .ffn_dim = 96, .ctx_len = 128, .n_experts = 8, .n_experts_used = 2, .expert_ffn_dim = 256};
 }
 

@@ -89,7 +89,7 @@ TEST(TensorShard, ElementsOfAVector) {
 
 TEST(TensorShard, RefusesShapesThatDoNotSplit) {
   ModelConfig c;
-  c.arch = "llama";
+  c.arch = Arch::kLlama;
   c.n_heads = 8;
   c.n_kv_heads = 2;
   c.ffn_dim = 96;
@@ -121,7 +121,7 @@ TEST(TensorShard, RefusesShapesThatDoNotSplit) {
   c.kv_lora_rank = 32;  // latent attention splits by heads
   EXPECT_TRUE(check_shardable(c, 2).ok());
   c.kv_lora_rank = 0;
-  c.arch = "olmoe";  // its q and k norms need every head of a row
+  c.arch = Arch::kOlmoe;  // its q and k norms need every head of a row
   EXPECT_TRUE(check_shardable(c, 1).ok());
   Status olmoe = check_shardable(c, 2);
   ASSERT_FALSE(olmoe.ok());

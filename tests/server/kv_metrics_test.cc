@@ -74,7 +74,7 @@ TEST(KvMetrics, UsageRatioFollowsTheBlocksInUse) {
 TEST(MoeMetrics, ExpertLoadPerLayer) {
   TempDir dir;
   SynthOptions synth;
-  synth.shape = {.arch = "qwen3moe", .name = "moe", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+  synth.shape = {.arch = Arch::kQwen3Moe, .name = "moe", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
                  .n_kv_heads = 2, .head_dim = 16, .ffn_dim = 96, .ctx_len = 256, .n_experts = 8,
                  .n_experts_used = 2, .expert_ffn_dim = 32};
   synth.seed = 1;
@@ -96,7 +96,7 @@ TEST(MoeMetrics, ExpertLoadPerLayer) {
 TEST(KvMetrics, LatentAttentionReportsTheLatentBytes) {
   TempDir dir;
   SynthOptions synth;
-  synth.shape = {.arch = "deepseek2", .name = "mla", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
+  synth.shape = {.arch = Arch::kDeepseek2, .name = "mla", .n_vocab = 300, .dim = 64, .n_layers = 2, .n_heads = 4,
                  .n_kv_heads = 4, .head_dim = 24, .ffn_dim = 96, .ctx_len = 256, .rope_dim = 8, .n_experts = 8,
                  .n_experts_used = 2, .expert_ffn_dim = 32, .shared_expert_ffn_dim = 32, .n_dense_leading = 1,
                  .kv_lora_rank = 32, .v_head_dim = 16};

@@ -21,7 +21,7 @@ class ToolsApi : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     SynthOptions synth;
-    synth.shape = {.arch = "llama", .name = "tiny", .n_vocab = 400, .dim = 64, .n_layers = 2, .n_heads = 4,
+    synth.shape = {.arch = Arch::kLlama, .name = "tiny", .n_vocab = 400, .dim = 64, .n_layers = 2, .n_heads = 4,
                    .n_kv_heads = 2, .head_dim = 16, .ffn_dim = 96, .ctx_len = 4096};
     synth.seed = 7;
     ASSERT_TRUE(synth_model(synth, dir_->file("tiny.gguf")).ok());
