@@ -45,6 +45,7 @@ struct ServeOptions {
   int32_t max_tokens = 0;
   int32_t max_prompt_tokens = 0;
   int32_t max_n = 16;
+  server::EmbeddingLimits embeddings;
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
@@ -109,6 +110,8 @@ int serve(const ServeOptions& o) {
   if (o.max_tokens < 0 || o.max_prompt_tokens < 0 || o.request_timeout < 0 || o.shutdown_timeout < 0)
     return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
   if (o.max_n < 1) return fail(err("--max-n must be >= 1"));
+  if (o.embeddings.max_inputs < 1 || o.embeddings.max_tokens < 1)
+    return fail(err("--max-embedding-inputs and --max-embedding-tokens must be >= 1"));
   if (o.http.max_conns < 1 || o.http.max_conns_per_address < 1)
     return fail(err("--max-conns and --max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
@@ -170,6 +173,7 @@ int serve(const ServeOptions& o) {
   sc.max_tokens_limit = o.max_tokens;
   sc.max_prompt_tokens = o.max_prompt_tokens;
   sc.max_n = o.max_n;
+  sc.embeddings = o.embeddings;
   sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
@@ -253,6 +257,12 @@ const bool serve_registered = register_command(
       app.add_option("--max-prompt-tokens", o->max_prompt_tokens, "Longest prompt in tokens (0: the context)")
           ->capture_default_str();
       app.add_option("--max-n", o->max_n, "Most choices (n) one request may ask; more get 400")
+          ->capture_default_str();
+      app.add_option("--max-embedding-inputs", o->embeddings.max_inputs,
+                     "Most inputs one /v1/embeddings request may hold; more get 400")
+          ->capture_default_str();
+      app.add_option("--max-embedding-tokens", o->embeddings.max_tokens,
+                     "Most tokens, over all its inputs, one /v1/embeddings request may hold; more get 400")
           ->capture_default_str();
       app.add_option("--request-timeout", o->request_timeout,
                      "Seconds a request may run; then it ends with an error (0: no limit)")

@@ -349,7 +349,8 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
                                        "--pooling mean, cls or last",
                                    "", "pooling_not_supported"));
   EmbeddingsRequest r;
-  if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, r)) return send_error(res, *e);
+  if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, config_.embeddings, r))
+    return send_error(res, *e);
   const Engine& engine = loop_.engine();
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     const std::string where = r.inputs.size() == 1 ? "'input'" : "input[" + std::to_string(i) + "]";

@@ -1,6 +1,7 @@
 // What one large /v1/embeddings request may cost the others, over sockets:
 // it runs in passes between generation steps, so a completion sent while it
-// runs is answered before it (both right), and the server serves on.
+// runs is answered before it (both right), and the per-request caps on
+// inputs and tokens are 400s after which the server serves on as before.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -93,6 +94,37 @@ TEST(EmbeddingsBounds, ACompletionSentDuringALargeRequestIsAnsweredBeforeIt) {
     EXPECT_LT(max_diff(vector_of(json::parse(one->body), 0), vector_of(reply, i)), 1e-5) << i;
   }
   EXPECT_EQ(complete(s), alone);
+}
+
+TEST(EmbeddingsBounds, InputsAndTokensPastTheCapsAre400sAndTheServerServesOn) {
+  HarnessOptions o;
+  o.server.embeddings.max_inputs = 4;
+  o.server.embeddings.max_tokens = 50;
+  TestServer s(o);
+  ASSERT_TRUE(s.ok());
+  const auto refused = [](const httplib::Result& r, const std::string& says, const std::string& code) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    const json e = json::parse(r->body)["error"];
+    EXPECT_NE(e["message"].get<std::string>().find(says), std::string::npos) << e.dump();
+    EXPECT_EQ(e["code"], code) << e.dump();
+    EXPECT_EQ(e["param"], "input") << e.dump();
+  };
+  refused(embed(s, {"a", "b", "c", "d", "e"}), "has 5 inputs; this server accepts at most 4", "too_many_inputs");
+  const std::vector<int32_t> twenty(20, 9);
+  refused(embed(s, {twenty, twenty, twenty}), "more than 50 tokens; this server accepts at most 50",
+          "too_many_tokens");
+  refused(embed(s, std::vector<int32_t>(51, 9)), "more than 50 tokens", "too_many_tokens");
+  std::string story;
+  for (int i = 0; i < 20; ++i) story += "Once upon a time, there was a cat. ";
+  refused(embed(s, story), "more than 50 tokens", "too_many_tokens");
+  // At the caps: answered.
+  const std::vector<int32_t> twelve(12, 9);
+  httplib::Result fits = embed(s, {twelve, twelve, twelve, std::vector<int32_t>(14, 9)});
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(fits->status, 200) << fits->body;
+  EXPECT_EQ(json::parse(fits->body)["data"].size(), 4u);
+  EXPECT_FALSE(complete(s).empty());
 }
 
 }  // namespace embeddings_bounds
