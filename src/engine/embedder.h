@@ -23,7 +23,7 @@
 namespace duet {
 
 // Why embedding failed, for front ends that map it to their own codes: the
-// cache is too full of running requests to hold an input now.
+// cache has too few free blocks to hold an input now.
 inline constexpr const char* kCacheFull = "kv_cache_full";
 
 class Embedder {

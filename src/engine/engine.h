@@ -73,8 +73,8 @@ class Engine {
   Status check_embedding_input(const std::vector<int32_t>& input) const;
   // Embeddings (engine/embedder.h) run between steps: running requests
   // keep their blocks, and a job's inputs take what is free.
-  // A job of checked inputs for embed_pass(); pooling none and rank are
-  // errors.
+  // A job for embed_pass(); fails on an input check_embedding_input()
+  // refuses, or a pooling that gives no single vector (none, rank).
   Result<std::unique_ptr<EmbeddingJob>> start_embedding(std::vector<std::vector<int32_t>> inputs, Pooling pooling);
   // One forward pass of a job, of at most the scheduler's per-step token
   // budget, so that a caller interleaving passes with step() bounds what a
