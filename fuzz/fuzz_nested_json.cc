@@ -180,7 +180,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (place) {
     case 6: {
       duet::server::EmbeddingsRequest r;
-      e = duet::server::parse_embeddings_body(R"({"input": )" + b.text + "}", *tok, /*dim=*/64, r);
+      e = duet::server::parse_embeddings_body(R"({"input": )" + b.text + "}", *tok, /*dim=*/64, {}, r);
       break;
     }
     case 7:

@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 4) {
     case 0: {
       duet::server::EmbeddingsRequest r;
-      e = duet::server::parse_embeddings_body(body, *tok, /*dim=*/64, r);
+      e = duet::server::parse_embeddings_body(body, *tok, /*dim=*/64, {}, r);
       break;
     }
     case 1:

@@ -46,6 +46,7 @@ struct ServeOptions {
   int32_t max_prompt_tokens = 0;
   int32_t max_n = 16;
   int32_t max_tokenize_tokens = server::ServerConfig{}.max_tokenize_tokens;
+  server::EmbeddingLimits embeddings;
   double request_timeout = 600;
   double shutdown_timeout = 20;
   bool no_prefix_cache = false;
@@ -112,6 +113,8 @@ int serve(const ServeOptions& o) {
     return fail(err("--max-tokens, --max-prompt-tokens, --request-timeout and --shutdown-timeout must be >= 0"));
   if (o.max_n < 1) return fail(err("--max-n must be >= 1"));
   if (o.max_tokenize_tokens < 0) return fail(err("--max-tokenize-tokens must be >= 0"));
+  if (o.embeddings.max_inputs < 1 || o.embeddings.max_tokens < 1)
+    return fail(err("--max-embedding-inputs and --max-embedding-tokens must be >= 1"));
   if (o.http.max_conns < 1 || o.http.max_conns_per_address < 1)
     return fail(err("--max-conns and --max-conns-per-client must be >= 1"));
   if (o.kv_mem_mib > 0 && o.kv_blocks > 0) return fail(err("give --kv-mem or --kv-blocks, not both"));
@@ -174,6 +177,7 @@ int serve(const ServeOptions& o) {
   sc.max_prompt_tokens = o.max_prompt_tokens;
   sc.max_n = o.max_n;
   sc.max_tokenize_tokens = o.max_tokenize_tokens;
+  sc.embeddings = o.embeddings;
   sc.request_timeout_ms = static_cast<int32_t>(o.request_timeout * 1000);
   // An explicit --chat-template must resolve; otherwise the model's own
   // template is used when it parses, and the built-in Llama 2 format if not.
@@ -260,6 +264,12 @@ const bool serve_registered = register_command(
           ->capture_default_str();
       app.add_option("--max-tokenize-tokens", o->max_tokenize_tokens,
                      "Most tokens /tokenize returns for one request; more get 400 (0: no cap)")
+          ->capture_default_str();
+      app.add_option("--max-embedding-inputs", o->embeddings.max_inputs,
+                     "Most inputs one /v1/embeddings request may hold; more get 400")
+          ->capture_default_str();
+      app.add_option("--max-embedding-tokens", o->embeddings.max_tokens,
+                     "Most tokens, over all its inputs, one /v1/embeddings request may hold; more get 400")
           ->capture_default_str();
       app.add_option("--request-timeout", o->request_timeout,
                      "Seconds a request may run; then it ends with an error (0: no limit)")

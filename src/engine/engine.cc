@@ -140,11 +140,22 @@ Status Engine::check_embedding_input(const std::vector<int32_t>& input) const {
   return {};
 }
 
-Result<Embeddings> Engine::embed(const std::vector<std::vector<int32_t>>& inputs, Pooling pooling) {
+Result<std::unique_ptr<EmbeddingJob>> Engine::start_embedding(std::vector<std::vector<int32_t>> inputs,
+                                                              Pooling pooling) {
   for (const std::vector<int32_t>& input : inputs) DUET_TRY(check_embedding_input(input));
-  DUET_ASSIGN(Embeddings out, embedder_.embed(inputs, pooling));
-  for (const std::vector<int32_t>& input : inputs) metrics_.embedding_tokens += static_cast<int64_t>(input.size());
-  return out;
+  return embedder_.start(std::move(inputs), pooling);
+}
+
+Status Engine::embed_pass(EmbeddingJob& job) {
+  DUET_ASSIGN(const int32_t n_run, embedder_.run_pass(job));
+  metrics_.embedding_tokens += n_run;
+  return {};
+}
+
+Result<Embeddings> Engine::embed(const std::vector<std::vector<int32_t>>& inputs, Pooling pooling) {
+  DUET_ASSIGN(std::unique_ptr<EmbeddingJob> job, start_embedding(inputs, pooling));
+  while (!job->done()) DUET_TRY(embed_pass(*job));
+  return job->take_vectors();
 }
 
 Result<int64_t> Engine::submit(std::vector<int32_t> prompt, const RequestParams& params,

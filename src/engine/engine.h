@@ -71,9 +71,17 @@ class Engine {
   // than the context (nothing is generated after it). Any thread; a
   // too-long input's error has code kContextLengthExceeded.
   Status check_embedding_input(const std::vector<int32_t>& input) const;
-  // Pools each input's final hidden states (engine/embedder.h), between
-  // steps: running requests keep their blocks, and the inputs take what is
-  // free. Fails (code kCacheFull) when an input does not fit now.
+  // Embeddings (engine/embedder.h) run between steps: running requests
+  // keep their blocks, and a job's inputs take what is free.
+  // A job for embed_pass(); fails on an input check_embedding_input()
+  // refuses, or a pooling that gives no single vector (none, rank).
+  Result<std::unique_ptr<EmbeddingJob>> start_embedding(std::vector<std::vector<int32_t>> inputs, Pooling pooling);
+  // One forward pass of a job, of at most the scheduler's per-step token
+  // budget, so that a caller interleaving passes with step() bounds what a
+  // stream waits for. Fails (code kCacheFull) when the job's next input
+  // does not fit in the free blocks now and it holds none to go on with.
+  Status embed_pass(EmbeddingJob& job);
+  // A whole job at once: pools each input's final hidden states.
   Result<Embeddings> embed(const std::vector<std::vector<int32_t>>& inputs, Pooling pooling);
   // A fresh request id; any thread may call it.
   int64_t new_request_id() { return next_id_++; }

@@ -8,12 +8,15 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
 
+#include "engine/embedding_job.h"
 #include "engine/engine.h"
 
 namespace duet {
@@ -36,11 +39,22 @@ class EngineLoop {
   // is the engine's, the same in every event, for cancel() and for logs.
   Result<int64_t> submit(std::vector<int32_t> prompt, const RequestParams& params,
                          TokenCallback on_token);
+  // An embedding request's id (for cancel() and logs) and its vectors to come.
+  struct PendingEmbeddings {
+    int64_t id;
+    std::future<Result<Embeddings>> vectors;
+  };
   // Queues embedding inputs (checked now, as Engine::embed checks them) for
-  // the engine thread, which pools them between steps. Like submit(), it
-  // takes the caller's reservation and frees it when the job ends.
-  std::future<Result<Embeddings>> embed(std::vector<std::vector<int32_t>> inputs, Pooling pooling);
-  // Ends a request wherever it is; unknown or finished ids are ignored.
+  // the engine thread. It runs them a forward pass at a time, one pass (the
+  // scheduler's per-step token budget) between two steps, the jobs taking
+  // turns: a large request goes on in slices, and neither streams nor other
+  // requests wait for all of it. A job whose next input finds no free
+  // blocks waits for them while running requests or other jobs hold some.
+  // Like submit(), it takes the caller's reservation and frees it when the
+  // job ends.
+  PendingEmbeddings embed(std::vector<std::vector<int32_t>> inputs, Pooling pooling);
+  // Ends a request, or an embedding job, wherever it is; unknown or
+  // finished ids are ignored.
   void cancel(int64_t id);
 
   // The engine's metrics as of the last step (or idle moment).
@@ -56,10 +70,24 @@ class EngineLoop {
     TokenCallback on_token;
   };
 
-  struct EmbedJob {
+  struct EmbedRequest {
+    int64_t id;
     std::vector<std::vector<int32_t>> inputs;
     Pooling pooling;
     std::promise<Result<Embeddings>> done;
+  };
+
+  // An embedding job the engine thread runs pass by pass.
+  struct Embedding {
+    int64_t id;
+    std::unique_ptr<EmbeddingJob> job;
+    std::promise<Result<Embeddings>> done;
+  };
+
+  // An embedding job's result, held until the metrics counting it are published.
+  struct Answer {
+    std::promise<Result<Embeddings>> done;
+    Result<Embeddings> result;
   };
 
   // A request's last event, copied out of its sequence.
@@ -71,9 +99,19 @@ class EngineLoop {
 
   void run();
   void apply(std::vector<Pending>& submits, std::vector<int64_t>& cancels);
-  // Pools embedding jobs between steps and answers them.
-  void pool(std::vector<EmbedJob>& embeds);
-  // Publishes the engine's metrics, then delivers the requests' last events.
+  void start_embeddings(std::vector<EmbedRequest>& requests);
+  // One forward pass of the embedding job whose turn it is.
+  void embed_pass();
+  // Whether blocks now held will be given back without a job that waits
+  // for them: a running request's, or another job's part-run input's.
+  // With none, a job that finds no room never will.
+  bool blocks_will_come_back() const;
+  // Ends the job's request with `result` (answered at the next publish()).
+  void answer(Embedding& e, Result<Embeddings> result);
+  // False when no embedding job has that id.
+  bool cancel_embedding(int64_t id);
+  // Publishes the engine's metrics, then delivers the requests' last events
+  // and the embedding jobs' results.
   void publish();
 
   Engine& engine_;
@@ -84,7 +122,7 @@ class EngineLoop {
   std::condition_variable wake_;
   std::vector<Pending> submits_;
   std::vector<int64_t> cancels_;
-  std::vector<EmbedJob> embeds_;
+  std::vector<EmbedRequest> embeds_;
   bool stop_ = false;
 
   mutable std::mutex metrics_mu_;
@@ -93,6 +131,8 @@ class EngineLoop {
   // Engine thread only: requests submitted and not yet finished.
   std::unordered_set<int64_t> live_;
   std::vector<Ending> endings_;
+  std::deque<Embedding> embedding_;  // the front one runs the next pass
+  std::vector<Answer> answers_;
   std::thread thread_;
 };
 

@@ -68,7 +68,7 @@ struct EngineMetrics {
   int64_t forked_choices = 0;      // sequences forked off a request's first choice
   int64_t fork_shared_blocks = 0;  // KV blocks those forks took over from their parent
   int64_t kv_block_copies = 0;     // copy-on-write copies of shared blocks
-  int64_t embedding_tokens = 0;  // input tokens of embedding requests
+  int64_t embedding_tokens = 0;  // embedding input tokens run, counted as each pass runs
   int64_t generated_tokens = 0;
   int64_t prefix_query_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;    // of those, found there

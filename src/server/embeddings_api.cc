@@ -36,30 +36,43 @@ std::optional<ApiError> read_text(const json& s, const std::string& where, const
   return std::nullopt;
 }
 
-std::optional<ApiError> read_inputs(const json& v, const Tokenizer& tok, EmbeddingsRequest& out) {
-  if (v.is_string()) {
+// The tokens read so far against the limit, once each input is read.
+std::optional<ApiError> count_tokens(const EmbeddingsRequest& out, const EmbeddingLimits& limits, int64_t& total) {
+  total += static_cast<int64_t>(out.inputs.back().size());
+  if (total <= limits.max_tokens) return std::nullopt;
+  return invalid("'input' has more than " + std::to_string(limits.max_tokens) +
+                     " tokens; this server accepts at most " + std::to_string(limits.max_tokens) + " per request",
+                 "input", "too_many_tokens");
+}
+
+std::optional<ApiError> read_one(const json& v, const std::string& where, const Tokenizer& tok,
+                                 std::vector<int32_t>& out) {
+  return v.is_string() ? read_text(v, where, tok, out) : read_ids(v, where, out);
+}
+
+std::optional<ApiError> read_inputs(const json& v, const Tokenizer& tok, const EmbeddingLimits& limits,
+                                    EmbeddingsRequest& out) {
+  int64_t total = 0;
+  if (!v.is_string() && !v.is_array()) return wrong_type("input", kInputTypes);
+  if (v.is_array() && v.empty()) return invalid("'input' is an empty array", "input");
+  // A string or one array of ids is one input; otherwise each element is one.
+  if (v.is_string() || v[0].is_number()) {
     out.inputs.emplace_back();
-    return read_text(v, "'input'", tok, out.inputs.back());
+    if (auto e = read_one(v, "'input'", tok, out.inputs.back())) return e;
+    return count_tokens(out, limits, total);
   }
-  if (!v.is_array()) return wrong_type("input", kInputTypes);
-  if (v.empty()) return invalid("'input' is an empty array", "input");
-  // One array of ids is one input; otherwise each element is one.
-  if (v[0].is_number()) {
-    out.inputs.emplace_back();
-    return read_ids(v, "'input'", out.inputs.back());
-  }
-  if (v.size() > kMaxEmbeddingInputs)
-    return invalid("'input' has " + std::to_string(v.size()) + " inputs; at most " +
-                       std::to_string(kMaxEmbeddingInputs) + " are allowed",
-                   "input");
+  if (v.size() > limits.max_inputs)
+    return invalid("'input' has " + std::to_string(v.size()) + " inputs; this server accepts at most " +
+                       std::to_string(limits.max_inputs) + " per request",
+                   "input", "too_many_inputs");
   const bool strings = v[0].is_string();
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string where = "input[" + std::to_string(i) + "]";
     if (strings ? !v[i].is_string() : !v[i].is_array())
       return invalid("'input' mixes kinds at " + where + ": it must be " + kInputTypes, "input");
     out.inputs.emplace_back();
-    if (auto e = strings ? read_text(v[i], where, tok, out.inputs.back()) : read_ids(v[i], where, out.inputs.back()))
-      return e;
+    if (auto e = read_one(v[i], where, tok, out.inputs.back())) return e;
+    if (auto e = count_tokens(out, limits, total)) return e;
   }
   return std::nullopt;
 }
@@ -67,7 +80,7 @@ std::optional<ApiError> read_inputs(const json& v, const Tokenizer& tok, Embeddi
 }  // namespace
 
 std::optional<ApiError> parse_embeddings_body(std::string_view body, const Tokenizer& tok, int32_t dim,
-                                              EmbeddingsRequest& out) {
+                                              const EmbeddingLimits& limits, EmbeddingsRequest& out) {
   json j;
   if (auto e = parse_body(body, j)) return e;
   Fields f(j);
@@ -91,7 +104,7 @@ std::optional<ApiError> parse_embeddings_body(std::string_view body, const Token
   const json* input = f.get("input");
   if (auto key = f.unknown()) return invalid("unknown field '" + *key + "'", *key);
   if (!input) return invalid("'input' is required", "input");
-  return read_inputs(*input, tok, out);
+  return read_inputs(*input, tok, limits, out);
 }
 
 std::string base64_floats(const std::vector<float>& v) {

@@ -20,8 +20,13 @@
 
 namespace duet::server {
 
-// More inputs in one request are a 400 (OpenAI's limit too).
-inline constexpr size_t kMaxEmbeddingInputs = 2048;
+// What one request may ask (duet serve's --max-embedding-inputs and
+// --max-embedding-tokens); more is a 400. The defaults are OpenAI's limits,
+// so that its clients' batches fit.
+struct EmbeddingLimits {
+  size_t max_inputs = 2048;
+  int64_t max_tokens = 300000;  // summed over the inputs
+};
 
 struct EmbeddingsRequest {
   std::string model;
@@ -30,9 +35,11 @@ struct EmbeddingsRequest {
 };
 
 // Parses and tokenizes the body; `dim` is the model's embedding width.
-// Token ids' range and the inputs' lengths are the engine's to check.
+// Token ids' range and the inputs' lengths are the engine's to check; the
+// limits are checked as the inputs are read, so an oversized request is
+// refused before all of it is tokenized.
 std::optional<ApiError> parse_embeddings_body(std::string_view body, const Tokenizer& tok, int32_t dim,
-                                              EmbeddingsRequest& out);
+                                              const EmbeddingLimits& limits, EmbeddingsRequest& out);
 
 // {"object": "list", "data": [{"object": "embedding", "index", "embedding"}],
 //  "model", "usage": {"prompt_tokens", "total_tokens"}}

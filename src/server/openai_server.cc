@@ -365,7 +365,8 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
   EmbeddingsRequest r;
   {
     const PrepGate::Slot slot = prep_gate_.enter(req.body.size());
-    if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, r)) return send_error(res, *e);
+    if (auto e = parse_embeddings_body(req.body, model_.tokenizer(), model_.config().dim, config_.embeddings, r))
+      return send_error(res, *e);
   }
   const Engine& engine = loop_.engine();
   for (size_t i = 0; i < r.inputs.size(); ++i) {
@@ -384,11 +385,13 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
                             "rate_limit_error", "", "queue_full"});
   }
   const auto started = Clock::now();
-  std::future<Result<Embeddings>> pending = loop_.embed(r.inputs, pooling);
+  EngineLoop::PendingEmbeddings pending = loop_.embed(r.inputs, pooling);
   if (config_.request_timeout_ms > 0 &&
-      pending.wait_for(std::chrono::milliseconds(config_.request_timeout_ms)) != std::future_status::ready)
+      pending.vectors.wait_for(std::chrono::milliseconds(config_.request_timeout_ms)) != std::future_status::ready) {
+    loop_.cancel(pending.id);  // its passes stop and its blocks go back
     return send_error(res, *overdue(started));
-  const Result<Embeddings> vectors = pending.get();
+  }
+  const Result<Embeddings> vectors = pending.vectors.get();
   if (!vectors) {
     if (vectors.error().code == kCacheFull) res.set_header("Retry-After", "1");
     const int status = vectors.error().code == kCacheFull || http_->draining() ? 503 : 500;

@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/cors.h"
+#include "server/embeddings_api.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
 #include "server/prep_gate.h"
@@ -56,6 +57,7 @@ struct ServerConfig {
   CorsPolicy cors;           // no origins: no CORS headers
   // How /v1/embeddings pools; unset: the model's pooling_type.
   std::optional<Pooling> pooling;
+  EmbeddingLimits embeddings;  // inputs and tokens per /v1/embeddings request
   // What each response's "timings" judge its phases against (request_stats.h).
   RooflineBasis roofline;
 };

@@ -109,6 +109,57 @@ TEST(Embedder, RunningRequestsKeepTheirBlocksAndTheirText) {
   EXPECT_EQ(engine.cache().pool().n_free(), free_before);
 }
 
+TEST(Embedder, AJobRunsAPassAtATimeHoldingOnlyTheInputItCut) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  constexpr int32_t kBudget = 7;
+  Engine engine(*model, config(kBudget));
+  const auto in = inputs(*model);
+  int64_t total = 0;
+  for (const auto& input : in) total += static_cast<int64_t>(input.size());
+  const int32_t free_before = engine.cache().pool().n_free();
+  auto job = engine.start_embedding(in, Pooling::kMean);
+  ASSERT_TRUE(job.ok());
+  int64_t ran = 0;
+  int32_t passes = 0;
+  while (!(*job)->done()) {
+    ASSERT_TRUE(engine.embed_pass(**job).ok());
+    const int64_t now = engine.metrics().embedding_tokens;
+    EXPECT_GT(now - ran, 0);
+    EXPECT_LE(now - ran, kBudget);
+    ran = now;
+    ++passes;
+    // Between passes only the input a pass cut holds blocks: all of its own.
+    ASSERT_LE((*job)->open().size(), 1u);
+    const int32_t held = (*job)->open().empty() ? 0 : (*job)->open()[0].table.n_held();
+    if (!(*job)->open().empty()) {
+      EXPECT_EQ(held, blocks_for_tokens(static_cast<int32_t>(in[(*job)->open()[0].index].size())));
+    }
+    EXPECT_EQ(engine.cache().pool().n_free(), free_before - held);
+  }
+  EXPECT_EQ(ran, total);
+  EXPECT_EQ(passes, (total + kBudget - 1) / kBudget);  // every pass but the last is full
+  // The same bits as the job run whole: the passes are the same batches.
+  auto whole = engine.embed(in, Pooling::kMean);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ((*job)->take_vectors(), *whole);
+}
+
+TEST(Embedder, AJobEndedEarlyGivesItsBlocksBack) {
+  auto model = load_stories();
+  ASSERT_TRUE(model);
+  Engine engine(*model, config(5));
+  const int32_t free_before = engine.cache().pool().n_free();
+  {
+    auto job = engine.start_embedding(inputs(*model), Pooling::kLast);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE(engine.embed_pass(**job).ok());
+    ASSERT_TRUE((*job)->holds_blocks());  // its first input is longer than a pass
+    EXPECT_LT(engine.cache().pool().n_free(), free_before);
+  }
+  EXPECT_EQ(engine.cache().pool().n_free(), free_before);
+}
+
 TEST(Embedder, AnInputTheCacheCannotHoldNowIsCacheFull) {
   auto model = load_stories();
   ASSERT_TRUE(model);

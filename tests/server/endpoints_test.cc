@@ -213,7 +213,7 @@ TEST(Embeddings, BadInputsAre400sThatSayWhatIsWrong) {
   expect_400(post(s, e, json{{"input", "a"}, {"dimensions", "64"}}), "an integer", "dimensions");
   expect_400(post(s, e, json{{"input", "a"}, {"model", 3}}), "a string", "model");
   expect_400(post(s, e, json{{"input", "a"}, {"stream", true}}), "unknown field 'stream'", "stream");
-  expect_400(post(s, e, json{{"input", std::vector<std::string>(server::kMaxEmbeddingInputs + 1, "a")}}),
+  expect_400(post(s, e, json{{"input", std::vector<std::string>(server::EmbeddingLimits{}.max_inputs + 1, "a")}}),
              "at most 2048", "input");
   // A context-length input fits (nothing is generated after it).
   Reply full = post(s, e, json{{"input", std::vector<int32_t>(64, 1)}});
