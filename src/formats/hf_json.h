@@ -58,4 +58,14 @@ inline Status read_bool(const json& j, const char* key, const std::string& src, 
   return {};
 }
 
+// A mixture's expert count (under `count_key`) and num_experts_per_tok,
+// each keeping its default unless given (or required), the second at most the first.
+inline Status read_expert_counts(const json& j, const char* count_key, const std::string& src, int32_t* count,
+                                 int32_t* used, bool required = false) {
+  DUET_TRY(read_int(j, count_key, src, 1, 4096, count, required));
+  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, used, required));
+  if (*used > *count) return err(src, ": num_experts_per_tok ", *used, " is more than the ", *count, " experts");
+  return {};
+}
+
 }  // namespace duet::hf_json

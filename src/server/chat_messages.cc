@@ -1,7 +1,8 @@
 #include "server/chat_messages.h"
-#include "core/json_parse.h"
 
 #include <set>
+
+#include "core/json_parse.h"
 
 namespace duet::server {
 

@@ -83,10 +83,7 @@ using namespace hf_json;
 // multiplies the routing weights by routed_scaling_factor only when it does
 // not renormalise them, so the scale is 1 under norm_topk_prob.
 Status read_deepseek_experts_hf(const json& j, const std::string& src, ModelConfig& m) {
-  DUET_TRY(read_int(j, "n_routed_experts", src, 1, 4096, &m.n_experts, true));
-  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used, true));
-  if (m.n_experts_used > m.n_experts)
-    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  DUET_TRY(read_expert_counts(j, "n_routed_experts", src, &m.n_experts, &m.n_experts_used, /*required=*/true));
   m.expert_ffn_dim = 1407;
   DUET_TRY(read_int(j, "moe_intermediate_size", src, 1, 8 * kMaxDim, &m.expert_ffn_dim));
   int32_t shared = 0, freq = 1;

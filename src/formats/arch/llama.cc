@@ -27,10 +27,7 @@ Status read_mixtral_hf(const json& j, const std::string& src, HfConfig& c) {
   ModelConfig& m = c.model;
   m.n_experts = 8;
   m.n_experts_used = 2;
-  DUET_TRY(read_int(j, "num_local_experts", src, 1, 4096, &m.n_experts));
-  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used));
-  if (m.n_experts_used > m.n_experts)
-    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  DUET_TRY(read_expert_counts(j, "num_local_experts", src, &m.n_experts, &m.n_experts_used));
   m.expert_ffn_dim = m.ffn_dim;
   return read_int(j, "sliding_window", src, 1, 1 << 24, &m.sliding_window);
 }

@@ -18,10 +18,7 @@ Status read_olmoe_hf(const json& j, const std::string& src, HfConfig& c) {
   ModelConfig& m = c.model;
   m.n_experts = 64;
   m.n_experts_used = 8;
-  DUET_TRY(read_int(j, "num_experts", src, 1, 4096, &m.n_experts));
-  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used));
-  if (m.n_experts_used > m.n_experts)
-    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  DUET_TRY(read_expert_counts(j, "num_experts", src, &m.n_experts, &m.n_experts_used));
   m.expert_ffn_dim = m.ffn_dim;
   m.expert_weights_norm = false;
   return read_bool(j, "norm_topk_prob", src, &m.expert_weights_norm);

@@ -59,10 +59,7 @@ Status read_qwen_experts(const json& j, const std::string& src, bool qwen2, HfCo
   ModelConfig& m = c.model;
   m.n_experts = qwen2 ? 60 : 128;
   m.n_experts_used = qwen2 ? 4 : 8;
-  DUET_TRY(read_int(j, "num_experts", src, 1, 4096, &m.n_experts));
-  DUET_TRY(read_int(j, "num_experts_per_tok", src, 1, 4096, &m.n_experts_used));
-  if (m.n_experts_used > m.n_experts)
-    return err(src, ": num_experts_per_tok ", m.n_experts_used, " is more than the ", m.n_experts, " experts");
+  DUET_TRY(read_expert_counts(j, "num_experts", src, &m.n_experts, &m.n_experts_used));
   m.expert_ffn_dim = qwen2 ? 1408 : 768;
   DUET_TRY(read_int(j, "moe_intermediate_size", src, 1, 8 * kMaxDim, &m.expert_ffn_dim));
   if (qwen2) {
