@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <condition_variable>
 #include <ctime>
-#include <deque>
-#include <functional>
-#include <mutex>
 #include <optional>
 
 #include "core/memory_info.h"
@@ -19,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/prometheus.h"
+#include "server/response_stream.h"
 #include "server/tokenize_api.h"
 
 namespace duet::server {
@@ -60,91 +57,6 @@ ApiError transport_error(int status, const std::string& message, const HttpLimit
   }
 }
 
-// What the engine thread hands to the HTTP thread serving one request.
-struct Channel {
-  explicit Channel(int32_t n_choices) : timings(static_cast<size_t>(n_choices)) {}
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<TokenEvent> events;       // timings pointers cleared
-  std::vector<RequestTimings> timings;  // per choice, set with its finishing event
-  bool finished = false;               // every choice has ended
-  int64_t id = 0;
-
-  void push(const TokenEvent& ev) {
-    std::lock_guard lock(mu);
-    events.push_back(ev);
-    events.back().timings = nullptr;
-    if (ev.finished && static_cast<size_t>(ev.choice) < timings.size()) timings[static_cast<size_t>(ev.choice)] = *ev.timings;
-    if (ev.request_ended) finished = true;
-    cv.notify_one();
-  }
-};
-
-// One choice of a response: its shape (index, chat output parser) and what
-// has been gathered of it.
-struct Choice {
-  explicit Choice(ResponseShape s) : shape(std::move(s)), logprobs(shape) {}
-  ResponseShape shape;
-  LogprobsBuilder logprobs;
-  std::string text;                // whole responses
-  std::optional<TokenEvent> last;  // its finishing event
-};
-using Choices = std::vector<std::unique_ptr<Choice>>;
-
-// Each choice gets its own output parser: they are written apart.
-std::shared_ptr<Choices> make_choices(const ResponseShape& base, const GenerateRequest& r) {
-  auto choices = std::make_shared<Choices>();
-  for (int32_t i = 0; i < r.params.n; ++i) {
-    ResponseShape shape = base;
-    shape.index = i;
-    if (base.chat)
-      shape.parser = std::make_shared<ChatOutputParser>(r.format, r.tools.offered(), new_tool_call_id, r.tools.forced());
-    choices->push_back(std::make_unique<Choice>(std::move(shape)));
-  }
-  return choices;
-}
-
-std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
-std::string sse(const std::vector<json>& chunks) {
-  std::string out;
-  for (const json& j : chunks) out += sse(j);
-  return out;
-}
-
-// A non-streamed response being gathered from the engine's events.
-struct WholeResponse {
-  explicit WholeResponse(std::shared_ptr<Choices> choices) : choices(std::move(choices)) {}
-  std::shared_ptr<Choices> choices;
-  bool finished = false;  // every choice has ended
-
-  // Takes the channel's events; true once the request has finished.
-  bool take(Channel& channel) {
-    for (TokenEvent& ev : channel.events) {
-      Choice& c = *(*choices)[static_cast<size_t>(ev.choice)];
-      c.text += ev.text;
-      if (ev.token >= 0 && c.shape.logprobs) c.logprobs.add(ev);
-      finished = finished || ev.request_ended;
-      if (ev.finished) c.last = std::move(ev);
-    }
-    channel.events.clear();
-    return finished;
-  }
-  // The error a choice ended with, if any did.
-  std::optional<ApiError> error() const {
-    for (const auto& c : *choices)
-      if (c->last && c->last->reason == FinishReason::kError) return ApiError{500, c->last->error, "server_error", "", ""};
-    return std::nullopt;
-  }
-  std::string body(const std::vector<RequestTimings>& timings) {
-    if (auto e = error()) return dump(e->to_json());
-    json out = json::array();
-    for (const auto& c : *choices)
-      out.push_back(whole_choice(c->shape, c->text, c->last ? c->last->reason : FinishReason::kNone,
-                                 c->shape.logprobs ? c->logprobs.take() : json(nullptr)));
-    return dump(full_response(choices->front()->shape, std::move(out), total_usage(timings)));
-  }
-};
-
 // One line per finished request, under the id its response carries.
 std::string response_id(bool chat, int64_t request_id) {
   return (chat ? "chatcmpl-" : "cmpl-") + std::to_string(request_id);
@@ -159,66 +71,6 @@ void log_finished(bool chat, const TokenEvent& ev) {
                finish_reason_name(ev.reason), t.n_prompt, t.n_cached, t.n_generated,
                std::max(0.0, t.first_token) * 1e3, ev.error.empty() ? "" : ": ", ev.error.c_str());
 }
-
-void cancel_unless_finished(Channel& channel, EngineLoop& loop) {
-  bool finished;
-  {
-    std::lock_guard lock(channel.mu);
-    finished = channel.finished;
-  }
-  if (!finished) loop.cancel(channel.id);
-}
-
-
-// The error that ends a request the server gave up on (deadline, shutdown).
-using Overdue = std::function<std::optional<ApiError>()>;
-
-void respond_whole(HttpResponse& res, std::shared_ptr<Channel> channel,
-                   std::shared_ptr<Choices> choices, EngineLoop& loop, int32_t wait_ms,
-                   std::chrono::steady_clock::time_point request_deadline, Overdue overdue) {
-  auto whole = std::make_shared<WholeResponse>(std::move(choices));
-  {
-    // Most requests finish quickly: wait, then answer with the right status
-    // (an error one if the request's own deadline comes first).
-    std::unique_lock lock(channel->mu);
-    const auto deadline =
-        std::min(request_deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
-    while (!whole->take(*channel))
-      if (!channel->cv.wait_until(lock, deadline, [&] { return !channel->events.empty(); })) break;
-    if (whole->finished) {
-      if (auto e = whole->error()) return send_error(res, *e);
-      res.set_content(whole->body(channel->timings), "application/json");
-      return;
-    }
-  }
-  if (auto e = overdue()) {
-    loop.cancel(channel->id);
-    return send_error(res, *e);
-  }
-  // A long one: the status is sent now and the JSON follows a run of
-  // spaces (JSON allows leading whitespace), one every quarter second, so a
-  // client that has gone away is noticed by a failed write and its request
-  // cancelled instead of generating for nobody.
-  res.set_chunked_content_provider(
-      "application/json",
-      [channel, whole, overdue, &loop](DataSink& sink) {
-        bool finished;
-        {
-          std::unique_lock lock(channel->mu);
-          channel->cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return !channel->events.empty(); });
-          finished = whole->take(*channel);
-        }
-        std::optional<ApiError> late = finished ? std::nullopt : overdue();
-        if (!finished && !late) return sink.write(" ", 1);
-        if (late) loop.cancel(channel->id);
-        const std::string body = late ? dump(late->to_json()) : whole->body(channel->timings);
-        if (!sink.write(body.data(), body.size())) return false;
-        sink.done();
-        return true;
-      },
-      [channel, &loop](bool) { cancel_unless_finished(*channel, loop); });
-}
-
 
 }  // namespace
 
@@ -268,6 +120,16 @@ std::optional<ApiError> OpenAiServer::overdue(Clock::time_point deadline) const 
     return ApiError{503, "the server is shutting down: the request was ended before it finished",
                     "server_error", "", "server_shutting_down"};
   return std::nullopt;
+}
+
+// A place in the engine's queue, or the 429 that tells the client to back
+// off: a full queue is not a server fault.
+bool OpenAiServer::admit(HttpResponse& res) {
+  if (loop_.try_reserve()) return true;
+  res.set_header("Retry-After", "1");
+  send_error(res, {429, "the server is busy: its request queue is full; retry later", "rate_limit_error", "",
+                   "queue_full"});
+  return false;
 }
 
 bool OpenAiServer::authorized(const HttpRequest& req, HttpResponse& res) const {
@@ -379,11 +241,7 @@ void OpenAiServer::handle_embeddings(const HttpRequest& req, HttpResponse& res) 
                                          std::to_string(config_.max_prompt_tokens),
                                      "input", "prompt_too_long"));
   }
-  if (!loop_.try_reserve()) {
-    res.set_header("Retry-After", "1");
-    return send_error(res, {429, "the server is busy: its request queue is full; retry later",
-                            "rate_limit_error", "", "queue_full"});
-  }
+  if (!admit(res)) return;
   const auto started = Clock::now();
   EngineLoop::PendingEmbeddings pending = loop_.embed(r.inputs, pooling);
   if (config_.request_timeout_ms > 0 &&
@@ -473,13 +331,8 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
   if (auto e = parse(req, chat, r, prompt)) return send_error(res, *e);
   if (auto e = validate(chat, prompt, r)) return send_error(res, *e);
 
-  // Submit. A full queue is the client's cue to back off (429), not a
-  // server fault.
-  if (!loop_.try_reserve()) {
-    res.set_header("Retry-After", "1");
-    return send_error(res, {429, "the server is busy: its request queue is full; retry later",
-                            "rate_limit_error", "", "queue_full"});
-  }
+  // Submit.
+  if (!admit(res)) return;
   const Clock::time_point deadline = config_.request_timeout_ms > 0
                                          ? Clock::now() + std::chrono::milliseconds(config_.request_timeout_ms)
                                          : Clock::time_point::max();
@@ -504,69 +357,9 @@ void OpenAiServer::handle_generate(const HttpRequest& req, HttpResponse& res, bo
   base.id = response_id(chat, *id);
   std::shared_ptr<Choices> choices = make_choices(base, r);
 
-  // Stream.
-  if (!r.stream) return respond_whole(res, channel, choices, loop_, config_.whole_response_wait_ms, deadline, overdue);
-
-  const bool include_usage = r.include_usage;
-  auto first = std::make_shared<bool>(true);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, channel, choices, first, include_usage, overdue](DataSink& sink) {
-        std::deque<TokenEvent> events;
-        {
-          std::unique_lock lock(channel->mu);
-          channel->cv.wait_for(lock, std::chrono::milliseconds(250),
-                               [&] { return !channel->events.empty(); });
-          events.swap(channel->events);
-        }
-        if (*first) {
-          // Each choice's role comes first, as OpenAI sends it; an echoed
-          // prompt is each completion's first text.
-          *first = false;
-          std::string head;
-          for (const auto& c : *choices) {
-            if (c->shape.chat) head += sse(stream_chunk(c->shape, "", true, FinishReason::kNone, nullptr));
-            else if (!c->shape.echo.empty()) head += sse(stream_chunk(c->shape, c->shape.echo, false, FinishReason::kNone, nullptr));
-          }
-          if (!head.empty() && !sink.write(head.data(), head.size())) return false;
-        }
-        for (const TokenEvent& ev : events) {
-          Choice& c = *(*choices)[static_cast<size_t>(ev.choice)];
-          if (ev.token >= 0 && c.shape.logprobs) c.logprobs.add(ev);
-          const auto logprobs = [&] { return c.logprobs.empty() ? json(nullptr) : c.logprobs.take(); };
-          const bool failed = ev.finished && ev.reason == FinishReason::kError;
-          std::string out;
-          if (failed) {
-            out = sse(ApiError{500, ev.error, "server_error", "", ""}.to_json());
-          } else if (ev.finished) {
-            out += sse(stream_chunks(c.shape, ev.text, ev.reason, logprobs()));
-            if (include_usage && ev.request_ended) out += sse(usage_chunk(c.shape, total_usage(channel->timings)));
-          } else if (!ev.text.empty() || !c.logprobs.empty()) {
-            out = sse(stream_chunks(c.shape, ev.text, FinishReason::kNone, logprobs()));
-          }
-          // A failed choice ends the stream; the others are cancelled.
-          const bool end = failed || ev.request_ended;
-          if (end) out += "data: [DONE]\n\n";
-          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (end) {
-            sink.done();
-            return true;
-          }
-        }
-        // Given up on (deadline, shutdown): a final error event, then the
-        // end of the stream, so the client knows it was cut short.
-        if (auto e = overdue()) {
-          loop_.cancel(channel->id);
-          const std::string out = sse(e->to_json()) + "data: [DONE]\n\n";
-          if (!sink.write(out.data(), out.size())) return false;
-          sink.done();
-        }
-        return true;
-      },
-      // Whatever ended the response (a vanished client, a write timeout,
-      // shutdown) ends the request; a finished one ignores the cancel.
-      [this, channel](bool) { cancel_unless_finished(*channel, loop_); });
+  // Stream, or answer whole.
+  if (r.stream) return respond_stream(res, channel, choices, r.include_usage, loop_, overdue);
+  respond_whole(res, channel, choices, loop_, config_.whole_response_wait_ms, deadline, overdue);
 }
 
 }  // namespace duet::server

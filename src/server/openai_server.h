@@ -85,6 +85,7 @@ class OpenAiServer {
  private:
   void route(const HttpRequest& req, HttpResponse& res);
   bool authorized(const HttpRequest& req, HttpResponse& res) const;
+  bool admit(HttpResponse& res);
   // A generation request as a pipeline: parse -> validate -> submit -> stream.
   void handle_generate(const HttpRequest& req, HttpResponse& res, bool chat);
   void handle_embeddings(const HttpRequest& req, HttpResponse& res);
