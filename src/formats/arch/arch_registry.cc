@@ -1,9 +1,24 @@
-// The records of every architecture duet runs, in Arch's order.
+// The records of every architecture duet runs, in Arch's order: one file
+// per family defines its records.
 #include <array>
 
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 
 namespace duet {
+
+ArchRecord llama_record();      // llama.cc
+ArchRecord mistral_record();
+ArchRecord qwen2_record();      // qwen.cc
+ArchRecord qwen2moe_record();
+ArchRecord qwen3_record();
+ArchRecord qwen3moe_record();
+ArchRecord olmoe_record();      // olmo.cc
+ArchRecord olmo2_record();
+ArchRecord gemma2_record();     // gemma.cc
+ArchRecord gemma3_record();
+ArchRecord phi3_record();       // phi3.cc
+ArchRecord deepseek2_record();  // deepseek2.cc
+
 namespace {
 
 const std::array<ArchRecord, 12>& records() {
@@ -16,10 +31,7 @@ const std::array<ArchRecord, 12>& records() {
 
 }  // namespace
 
-const ArchRecord& arch_record(Arch a) {
-  const ArchRecord& r = records()[static_cast<size_t>(a)];
-  return r;
-}
+const ArchRecord& arch_record(Arch a) { return records()[static_cast<size_t>(a)]; }
 
 const ArchTraits& arch_traits(Arch a) { return arch_record(a).traits; }
 

@@ -4,7 +4,7 @@
 // leading_dense_block_count layers, which stay dense. RoPE over adjacent
 // pairs, as its Hugging Face code de-interleaves them before rotate-half,
 // so no row is permuted on import; YaRN's factor scales attention itself.
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/gguf.h"
 #include "formats/gguf_keys_read.h"

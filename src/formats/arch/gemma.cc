@@ -6,7 +6,7 @@
 // norms' weights as w where GGUF (llama.cpp's converter) stores 1 + w.
 #include <cmath>
 
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/gguf.h"
 #include "formats/gguf_keys_read.h"

@@ -3,7 +3,7 @@
 // in GGUF (so Hugging Face's rotate-half q and k rows are permuted on
 // import). Mixtral is this architecture with experts in every FFN; GGUF
 // files of Mistral models may name it "mistral", which is the same record.
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/hf_config.h"
 #include "formats/hf_json.h"

@@ -3,7 +3,7 @@
 // biases. OLMoE: a mixture of experts in every layer, its weights not
 // renormalised unless the file says. OLMo 2: no norm before attention or
 // the FFN, one after each (their outputs normed, then added).
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/hf_config.h"
 #include "formats/hf_json.h"

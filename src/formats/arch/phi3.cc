@@ -3,7 +3,7 @@
 // the binding takes each part as a view of its rows. RoPE over a leading
 // part of each head (partial_rotary_factor), LongRoPE's short and long
 // factors for long contexts (rope_factors_*), optionally a sliding window.
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/hf_config.h"
 #include "formats/hf_json.h"

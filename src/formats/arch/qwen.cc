@@ -5,7 +5,7 @@
 // over each head of q and k; Qwen3-MoE its mixture.
 #include <vector>
 
-#include "formats/arch/families.h"
+#include "formats/arch/arch.h"
 #include "formats/arch/layer_builder.h"
 #include "formats/hf_config.h"
 #include "formats/hf_json.h"
